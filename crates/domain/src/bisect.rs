@@ -1,0 +1,339 @@
+//! Culprit search over a commit graph, k probes at a time.
+//!
+//! The candidates are the commits reachable from the bad revision and not from
+//! a good one (`git rev-list BAD ^GOOD`), including merges and their side
+//! branches. Assuming the failure, once introduced, is present in every
+//! descendant, a probe answers a set question:
+//! * bad at `c`: the culprit is `c` or one of its ancestors;
+//! * good at `c`: the culprit is none of them;
+//! * untestable at `c` (it fails *differently*): nothing is learnt, and `c` is
+//!   never probed again — the search routes around it.
+//!
+//! Each round picks up to `k` probes whose ancestor counts split the remaining
+//! candidates into `k + 1` near-equal parts, so a linear history of `N`
+//! commits needs about `⌈log_(k+1) N⌉` rounds. The search ends with one
+//! candidate (the culprit), or with several that only untestable commits
+//! separate (ambiguous, reported as such, like `git bisect skip`).
+
+use crate::error::{Error, Result};
+
+/// A fixed-size bit set over candidate indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Self {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+    fn full(n: usize) -> Self {
+        let mut b = Self::new(n);
+        for i in 0..n {
+            b.set(i);
+        }
+        b
+    }
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+    fn union_with(&mut self, other: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= b;
+        }
+    }
+    fn intersect_with(&mut self, other: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a &= b;
+        }
+    }
+    fn subtract(&mut self, other: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a &= !b;
+        }
+    }
+    fn count_and(&self, other: &Bits) -> usize {
+        self.0.iter().zip(&other.0).map(|(a, b)| (a & b).count_ones() as usize).sum()
+    }
+    fn count(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.0.len() * 64).filter(|i| self.get(*i))
+    }
+}
+
+/// Largest candidate window searched as a graph; larger windows should be
+/// narrowed by the caller (e.g. to the first-parent chain).
+pub const MAX_GRAPH_CANDIDATES: usize = 20_000;
+
+/// What a probe at one revision showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeResult {
+    Good,
+    Bad,
+    Untestable,
+}
+
+/// How the search ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchOutcome {
+    /// Exactly one commit can be the first bad one.
+    Culprit(usize),
+    /// Several commits remain and none of them can be tested further.
+    Ambiguous(Vec<usize>),
+}
+
+/// The state of a culprit search over candidate indices `0..n`, given in
+/// topological order (every parent before its children); the last is the bad tip.
+#[derive(Debug, Clone)]
+pub struct CulpritSearch {
+    /// Ancestors of each candidate within the candidate set, the commit included.
+    ancestors: Vec<Bits>,
+    remaining: Bits,
+    results: Vec<Option<ProbeResult>>,
+    rounds: u32,
+}
+
+impl CulpritSearch {
+    /// `parents[i]` lists the candidate indices of commit `i`'s parents
+    /// (parents outside the window are left out: they are good).
+    pub fn new(parents: &[Vec<usize>]) -> Result<Self> {
+        let n = parents.len();
+        if n == 0 {
+            return Err(Error::invalid("no commits between the good and the bad revision"));
+        }
+        if n > MAX_GRAPH_CANDIDATES {
+            return Err(Error::invalid(format!("{n} candidate commits exceed the graph search limit of {MAX_GRAPH_CANDIDATES}")));
+        }
+        let mut ancestors: Vec<Bits> = Vec::with_capacity(n);
+        for (i, ps) in parents.iter().enumerate() {
+            let mut bits = Bits::new(n);
+            bits.set(i);
+            for &p in ps {
+                if p >= i {
+                    return Err(Error::invalid("candidates are not in topological order"));
+                }
+                let parent = ancestors[p].clone();
+                bits.union_with(&parent);
+            }
+            ancestors.push(bits);
+        }
+        let mut results = vec![None; n];
+        results[n - 1] = Some(ProbeResult::Bad);
+        let mut search = Self { ancestors, remaining: Bits::full(n), results, rounds: 0 };
+        let tip = search.ancestors[n - 1].clone();
+        search.remaining.intersect_with(&tip);
+        Ok(search)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ancestors.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ancestors.is_empty()
+    }
+    pub fn remaining(&self) -> usize {
+        self.remaining.count()
+    }
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+    pub fn result(&self, i: usize) -> Option<ProbeResult> {
+        self.results[i]
+    }
+
+    /// Candidates that can still be probed: remaining, never tested, not untestable.
+    fn probeable(&self) -> impl Iterator<Item = usize> + '_ {
+        self.remaining.iter().filter(|&i| self.results[i].is_none())
+    }
+
+    /// Up to `k` probes for the next round, or none when the search has ended.
+    pub fn next_probes(&mut self, k: usize) -> Vec<usize> {
+        if self.outcome().is_some() {
+            return Vec::new();
+        }
+        let n = self.remaining();
+        let mut weighted: Vec<(usize, usize)> =
+            self.probeable().map(|i| (i, self.ancestors[i].count_and(&self.remaining))).collect();
+        if weighted.is_empty() {
+            return Vec::new();
+        }
+        weighted.sort_by_key(|&(i, w)| (w, i));
+        let k = k.max(1).min(weighted.len());
+        let mut chosen: Vec<usize> = Vec::with_capacity(k);
+        for part in 1..=k {
+            // Target: the probe whose "bad" answer leaves part/(k+1) of the candidates.
+            let target = (n * part).div_ceil(k + 1);
+            let best = weighted
+                .iter()
+                .filter(|(i, _)| !chosen.contains(i))
+                .min_by_key(|&&(i, w)| (w.abs_diff(target), i))
+                .map(|&(i, _)| i);
+            if let Some(i) = best {
+                chosen.push(i);
+            }
+        }
+        chosen.sort_unstable();
+        self.rounds += 1;
+        chosen
+    }
+
+    /// Applies one probe's result.
+    pub fn record(&mut self, i: usize, result: ProbeResult) -> Result<()> {
+        self.results[i] = Some(result);
+        match result {
+            ProbeResult::Bad => {
+                let anc = self.ancestors[i].clone();
+                self.remaining.intersect_with(&anc);
+            }
+            ProbeResult::Good => {
+                let anc = self.ancestors[i].clone();
+                self.remaining.subtract(&anc);
+            }
+            ProbeResult::Untestable => {}
+        }
+        if self.remaining.count() == 0 {
+            return Err(Error::conflict(
+                "probe results contradict each other (a good revision descends from a bad one): the failure may be flaky or come and go",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The end of the search, once reached.
+    pub fn outcome(&self) -> Option<SearchOutcome> {
+        let remaining: Vec<usize> = self.remaining.iter().collect();
+        if remaining.len() == 1 {
+            return Some(SearchOutcome::Culprit(remaining[0]));
+        }
+        if self.probeable().next().is_none() {
+            // Only untestable commits (and the bad ones above them) are left.
+            // Keep the bad ones that are minimal among the remaining: any
+            // remaining bad commit whose remaining ancestors are all untestable.
+            return Some(SearchOutcome::Ambiguous(remaining));
+        }
+        None
+    }
+}
+
+/// Rounds a k-ary search needs on a linear history of `n` candidates in the worst case.
+pub fn rounds_for_linear(n: usize, k: usize) -> u32 {
+    let mut remaining = n;
+    let mut rounds = 0;
+    while remaining > 1 {
+        remaining = remaining.div_ceil(k + 1);
+        rounds += 1;
+    }
+    rounds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn linear(n: usize) -> Vec<Vec<usize>> {
+        (0..n).map(|i| if i == 0 { vec![] } else { vec![i - 1] }).collect()
+    }
+
+    /// Runs the search with an oracle: commits at or after `culprit` (descendants) are bad,
+    /// indices in `untestable` fail differently.
+    fn run(parents: &[Vec<usize>], k: usize, is_bad: impl Fn(usize) -> bool, untestable: &[usize]) -> (SearchOutcome, u32, usize) {
+        let mut s = CulpritSearch::new(parents).unwrap();
+        let mut probes = 0;
+        loop {
+            if let Some(outcome) = s.outcome() {
+                return (outcome, s.rounds(), probes);
+            }
+            let round = s.next_probes(k);
+            assert!(!round.is_empty(), "search stalled");
+            for i in round {
+                probes += 1;
+                let r = if untestable.contains(&i) {
+                    ProbeResult::Untestable
+                } else if is_bad(i) {
+                    ProbeResult::Bad
+                } else {
+                    ProbeResult::Good
+                };
+                s.record(i, r).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn finds_every_culprit_in_a_linear_history() {
+        for k in [1, 2, 4] {
+            for culprit in 0..40 {
+                let (outcome, rounds, _) = run(&linear(40), k, |i| i >= culprit, &[]);
+                assert_eq!(outcome, SearchOutcome::Culprit(culprit), "k={k}");
+                assert!(rounds <= rounds_for_linear(40, k), "k={k} culprit={culprit} rounds={rounds}");
+            }
+        }
+    }
+
+    #[test]
+    fn k_ary_needs_log_base_k_plus_one_rounds() {
+        assert_eq!(rounds_for_linear(1000, 1), 10);
+        assert_eq!(rounds_for_linear(1000, 4), 5);
+        assert_eq!(rounds_for_linear(100, 4), 3);
+        let (_, rounds, _) = run(&linear(1000), 4, |i| i >= 617, &[]);
+        assert!(rounds <= 5);
+    }
+
+    #[test]
+    fn routes_around_untestable_commits() {
+        // Commits 3..=11 fail differently (an import error); the culprit is 15.
+        let untestable: Vec<usize> = (3..=11).collect();
+        let (outcome, _, _) = run(&linear(20), 2, |i| i >= 15, &untestable);
+        assert_eq!(outcome, SearchOutcome::Culprit(15));
+    }
+
+    #[test]
+    fn culprit_hidden_among_untestable_commits_is_ambiguous() {
+        let untestable: Vec<usize> = (3..=11).collect();
+        let (outcome, _, _) = run(&linear(20), 2, |i| i >= 7, &untestable);
+        match outcome {
+            SearchOutcome::Ambiguous(set) => {
+                assert!(set.contains(&7));
+                assert!(set.contains(&12), "the first testable bad commit stays a candidate: {set:?}");
+            }
+            other => panic!("expected ambiguity, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn finds_a_culprit_on_a_merged_side_branch() {
+        // 0 - 1 - 2 ------- 6 (merge of 2 and 5) - 7
+        //      \- 3 - 4 - 5 /
+        let parents = vec![vec![], vec![0], vec![1], vec![1], vec![3], vec![4], vec![2, 5], vec![6]];
+        // The culprit is 4 on the side branch: bad are 4, 5 and everything after the merge.
+        let bad = |i: usize| [4, 5, 6, 7].contains(&i);
+        for k in [1, 2, 3] {
+            let (outcome, _, _) = run(&parents, k, bad, &[]);
+            assert_eq!(outcome, SearchOutcome::Culprit(4), "k={k}");
+        }
+    }
+
+    #[test]
+    fn a_merge_can_itself_be_the_culprit() {
+        let parents = vec![vec![], vec![0], vec![1], vec![1], vec![3], vec![4], vec![2, 5], vec![6]];
+        let (outcome, _, _) = run(&parents, 2, |i| i >= 6, &[]);
+        assert_eq!(outcome, SearchOutcome::Culprit(6));
+    }
+
+    #[test]
+    fn contradictions_are_reported() {
+        let mut s = CulpritSearch::new(&linear(10)).unwrap();
+        s.record(5, ProbeResult::Bad).unwrap();
+        let err = s.record(5, ProbeResult::Good).unwrap_err();
+        assert!(err.message.contains("contradict"));
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(CulpritSearch::new(&[]).is_err());
+        assert!(CulpritSearch::new(&[vec![], vec![1]]).is_err());
+    }
+}

@@ -1,0 +1,200 @@
+//! The four-part verification contract (DESIGN.md):
+//! 1. the failure reproduces at the bad revision;
+//! 2. the regression test fails before the fix;
+//! 3. it passes after the fix;
+//! 4. the relevant existing tests pass after the fix.
+//!
+//! Each part must be backed by a stored experiment. Blocked evidence gives
+//! BLOCKED, contradicting evidence REJECTED, missing or mixed evidence INCONCLUSIVE.
+
+use crate::experiment::{Experiment, Outcome, Step};
+use crate::hypothesis::HypothesisStatus;
+
+/// The judgement and its one-line reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub status: HypothesisStatus,
+    pub reason: String,
+}
+
+fn judgement(status: HypothesisStatus, reason: impl Into<String>) -> Judgement {
+    Judgement { status, reason: reason.into() }
+}
+
+/// Judges a hypothesis that carries a fix from its experiments.
+/// `required_passes_after` is how many clean runs after the fix a flaky failure needs.
+pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judgement {
+    use HypothesisStatus::*;
+    let find = |step: Step| experiments.iter().filter(move |e| e.step == step);
+    for step in [Step::Reproduction, Step::RegressionBefore, Step::RegressionAfter, Step::ExistingTests] {
+        if let Some(blocked) = find(step).find(|e| e.outcome == Outcome::Blocked && e.counts.is_none()) {
+            let why = blocked.note.clone().unwrap_or_else(|| "could not run".into());
+            return judgement(Blocked, format!("{} could not run: {why}", step.as_str()));
+        }
+    }
+    let counts = |step: Step| {
+        let mut total = crate::experiment::RunCounts::default();
+        let mut seen = false;
+        for e in find(step) {
+            let c = e.effective_counts();
+            total.runs += c.runs;
+            total.failures += c.failures;
+            total.other += c.other;
+            seen = true;
+        }
+        seen.then_some(total)
+    };
+
+    let Some(repro) = counts(Step::Reproduction) else {
+        return judgement(Inconclusive, "no reproduction experiment");
+    };
+    if repro.failures == 0 {
+        return judgement(Inconclusive, "the failure did not reproduce at the bad revision");
+    }
+    let Some(before) = counts(Step::RegressionBefore) else {
+        return judgement(Inconclusive, "no run of the regression test before the fix");
+    };
+    if before.failures == 0 {
+        return judgement(Inconclusive, "the regression test did not fail before the fix");
+    }
+    let Some(after) = counts(Step::RegressionAfter) else {
+        return judgement(Inconclusive, "no run of the regression test after the fix");
+    };
+    if after.failures > 0 {
+        let before_rate = before.failure_rate().max(repro.failure_rate());
+        return if after.failure_rate() < before_rate && before_rate < 1.0 {
+            judgement(
+                Inconclusive,
+                format!(
+                    "the regression test still failed {} of {} runs after the fix (before: {:.0}%)",
+                    after.failures,
+                    after.failures + after.passes(),
+                    before_rate * 100.0
+                ),
+            )
+        } else {
+            judgement(Rejected, format!("the regression test still fails after the fix ({} of {} runs)", after.failures, after.runs))
+        };
+    }
+    if after.other > 0 {
+        return judgement(Rejected, "after the fix the regression test fails for another reason");
+    }
+    if after.passes() < required_passes_after {
+        return judgement(
+            Inconclusive,
+            format!("only {} clean runs after the fix; {required_passes_after} needed for a flaky failure", after.passes()),
+        );
+    }
+    let Some(existing) = counts(Step::ExistingTests) else {
+        return judgement(Inconclusive, "no run of the existing tests after the fix");
+    };
+    if existing.failures > 0 || existing.other > 0 {
+        return judgement(Rejected, "existing tests fail after the fix");
+    }
+    judgement(
+        Verified,
+        format!(
+            "reproduced ({}/{} runs failed), failed before the fix, passed after it ({} runs), existing tests pass",
+            repro.failures, repro.runs, after.runs
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::RunCounts;
+    use HypothesisStatus::*;
+
+    fn exp(step: Step, outcome: Outcome) -> Experiment {
+        Experiment {
+            step,
+            command: "python3 test.py".into(),
+            revision: "abc".into(),
+            exit_code: Some(if outcome == Outcome::Pass { 0 } else { 1 }),
+            duration_ms: 10,
+            outcome,
+            output: String::new(),
+            sandbox: "local".into(),
+            note: None,
+            counts: None,
+        }
+    }
+
+    fn batch(step: Step, runs: u32, failures: u32) -> Experiment {
+        let outcome = if failures > 0 { Outcome::Fail } else { Outcome::Pass };
+        Experiment { counts: Some(RunCounts { runs, failures, other: 0 }), ..exp(step, outcome) }
+    }
+
+    fn full(after: Outcome, existing: Outcome) -> Vec<Experiment> {
+        vec![
+            exp(Step::Reproduction, Outcome::Fail),
+            exp(Step::RegressionBefore, Outcome::Fail),
+            exp(Step::RegressionAfter, after),
+            exp(Step::ExistingTests, existing),
+        ]
+    }
+
+    #[test]
+    fn all_four_parts_verify() {
+        assert_eq!(judge_fix(&full(Outcome::Pass, Outcome::Pass), 1).status, Verified);
+    }
+
+    #[test]
+    fn still_failing_after_the_fix_rejects() {
+        assert_eq!(judge_fix(&full(Outcome::Fail, Outcome::Pass), 1).status, Rejected);
+    }
+
+    #[test]
+    fn broken_existing_tests_reject() {
+        assert_eq!(judge_fix(&full(Outcome::Pass, Outcome::Fail), 1).status, Rejected);
+    }
+
+    #[test]
+    fn a_timeout_blocks() {
+        let mut experiments = full(Outcome::Pass, Outcome::Pass);
+        experiments[2] = Experiment { note: Some("timed out after 120 s".into()), ..exp(Step::RegressionAfter, Outcome::Blocked) };
+        let j = judge_fix(&experiments, 1);
+        assert_eq!(j.status, Blocked);
+        assert!(j.reason.contains("timed out"));
+    }
+
+    #[test]
+    fn missing_evidence_is_inconclusive() {
+        let experiments = vec![exp(Step::Reproduction, Outcome::Fail), exp(Step::RegressionBefore, Outcome::Fail)];
+        assert_eq!(judge_fix(&experiments, 1).status, Inconclusive);
+        assert_eq!(judge_fix(&[], 1).status, Inconclusive);
+    }
+
+    #[test]
+    fn not_failing_before_is_inconclusive() {
+        let mut experiments = full(Outcome::Pass, Outcome::Pass);
+        experiments[1] = exp(Step::RegressionBefore, Outcome::Pass);
+        assert_eq!(judge_fix(&experiments, 1).status, Inconclusive);
+    }
+
+    #[test]
+    fn flaky_failures_need_enough_clean_runs_after() {
+        let experiments = vec![
+            batch(Step::Reproduction, 20, 6),
+            batch(Step::RegressionBefore, 20, 6),
+            batch(Step::RegressionAfter, 5, 0),
+            exp(Step::ExistingTests, Outcome::Pass),
+        ];
+        assert_eq!(judge_fix(&experiments, 13).status, Inconclusive);
+        let mut enough = experiments.clone();
+        enough[2] = batch(Step::RegressionAfter, 13, 0);
+        assert_eq!(judge_fix(&enough, 13).status, Verified);
+    }
+
+    #[test]
+    fn fewer_but_remaining_flaky_failures_are_mixed_evidence() {
+        let experiments = vec![
+            batch(Step::Reproduction, 20, 10),
+            batch(Step::RegressionBefore, 20, 10),
+            batch(Step::RegressionAfter, 20, 2),
+            exp(Step::ExistingTests, Outcome::Pass),
+        ];
+        assert_eq!(judge_fix(&experiments, 13).status, Inconclusive);
+    }
+}

@@ -1,0 +1,81 @@
+//! Port traits the engine needs; adapters implement them (local process,
+//! Docker, SQLite, PostgreSQL, ...). Errors are domain [`Error`]s.
+
+use crate::error::Result;
+use crate::ids::InvestigationId;
+use crate::report::{InvestigationSummary, Report};
+use crate::state::{InvestigationState, Transition};
+use std::path::Path;
+use std::time::Duration;
+
+/// One command to run in a sandbox: argv (no shell), extra environment, limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    pub argv: Vec<String>,
+    /// Variables set on top of the sandbox's minimal, fixed environment.
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    /// Bytes of combined output kept (head and tail).
+    pub output_limit: usize,
+}
+
+impl CommandSpec {
+    pub fn display(&self) -> String {
+        let mut parts: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={}", shell_words::quote(v))).collect();
+        parts.push(shell_words::join(&self.argv));
+        parts.join(" ")
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandResult {
+    /// `None` when it did not exit by itself.
+    pub exit_code: Option<i32>,
+    pub duration: Duration,
+    /// Combined stdout and stderr, trimmed to the limit.
+    pub output: String,
+    /// Set when the command could not run to completion: timeout, a missing
+    /// program, a resource limit. The text is the reason people read.
+    pub blocked: Option<String>,
+}
+
+impl CommandResult {
+    pub fn passed(&self) -> bool {
+        self.blocked.is_none() && self.exit_code == Some(0)
+    }
+}
+
+/// A place to run commands against one checked-out worktree.
+#[async_trait::async_trait]
+pub trait Sandbox: Send + Sync {
+    /// `local` or `docker@<image digest>`; stored with every experiment.
+    fn describe(&self) -> String;
+    /// Runs one command to completion (or its time limit). Dropping the future
+    /// must stop the command.
+    async fn exec(&self, spec: &CommandSpec) -> Result<CommandResult>;
+    /// Releases everything the sandbox holds. Idempotent.
+    async fn close(&self) -> Result<()>;
+}
+
+/// Opens sandboxes over worktrees.
+#[async_trait::async_trait]
+pub trait SandboxProvider: Send + Sync {
+    fn name(&self) -> &str;
+    /// `label` ties the sandbox to its investigation, for clean-up after a crash.
+    async fn open(&self, worktree: &Path, label: &str) -> Result<Box<dyn Sandbox>>;
+}
+
+/// Where investigations live.
+#[async_trait::async_trait]
+pub trait InvestigationStore: Send + Sync {
+    async fn create(&self, id: &InvestigationId, repository: &str, test_command: &str) -> Result<()>;
+    /// Persists a transition; fails with Conflict when the stored state is not `transition.from`.
+    async fn transition(&self, id: &InvestigationId, transition: &Transition) -> Result<()>;
+    /// Stores the final report (hypotheses and experiments included).
+    async fn save_report(&self, report: &Report) -> Result<()>;
+    async fn get(&self, id: &InvestigationId) -> Result<Option<Report>>;
+    async fn state(&self, id: &InvestigationId) -> Result<Option<InvestigationState>>;
+    async fn list(&self, limit: u32) -> Result<Vec<InvestigationSummary>>;
+    async fn transitions(&self, id: &InvestigationId) -> Result<Vec<Transition>>;
+}

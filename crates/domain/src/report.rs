@@ -1,0 +1,180 @@
+//! The investigation report: JSON for machines (a stable contract) and
+//! Markdown for people.
+
+use crate::experiment::Experiment;
+use crate::hypothesis::{CommitInfo, FlakyStats, Hypothesis};
+use crate::ids::InvestigationId;
+use crate::state::{InvestigationState, Transition};
+use crate::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// `{commit, summary}` plus who and when.
+pub type Culprit = CommitInfo;
+
+/// How the culprit search went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct BisectSummary {
+    pub good: Option<String>,
+    pub bad: String,
+    pub candidates: usize,
+    pub rounds: u32,
+    pub test_runs: u32,
+    /// Commits where the test failed differently and the search routed around them.
+    pub untestable: Vec<String>,
+    /// Left when the search could not separate them.
+    pub ambiguous: Vec<String>,
+    /// Probability that every "good" judgement was right, given the measured flakiness.
+    pub confidence: f64,
+    pub parallelism: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub id: InvestigationId,
+    pub state: InvestigationState,
+    pub verdict: Verdict,
+    pub culprit: Option<Culprit>,
+    pub flaky: Option<FlakyStats>,
+    pub hypotheses: Vec<Hypothesis>,
+    pub winner: Option<Hypothesis>,
+    pub repository: String,
+    pub test_command: String,
+    pub bad: String,
+    pub good: Option<String>,
+    /// The failure under investigation, as a signature description.
+    pub failure: Option<String>,
+    /// Reproduction at the bad revision (the re-runs that classified behaviour).
+    pub reproduction: Option<Experiment>,
+    pub bisect: Option<BisectSummary>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub transitions: Vec<Transition>,
+}
+
+/// One line of `tracelab investigations list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvestigationSummary {
+    pub id: InvestigationId,
+    pub state: InvestigationState,
+    pub verdict: Option<Verdict>,
+    pub repository: String,
+    pub test_command: String,
+    pub culprit: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+}
+
+fn fence(text: &str) -> String {
+    let longest = text.split('\n').map(|l| l.chars().take_while(|c| *c == '`').count()).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+impl Report {
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = writeln!(md, "# TraceLab investigation {}\n", self.id);
+        let _ = writeln!(md, "- **Verdict:** `{}`", self.verdict.as_str());
+        let _ = writeln!(md, "- **State:** {}", self.state);
+        let _ = writeln!(md, "- **Repository:** `{}`", self.repository);
+        let _ = writeln!(md, "- **Test:** `{}`", self.test_command);
+        let _ = writeln!(md, "- **Bad revision:** `{}`", self.bad);
+        if let Some(good) = &self.good {
+            let _ = writeln!(md, "- **Good revision:** `{good}`");
+        }
+        if let Some(failure) = &self.failure {
+            let _ = writeln!(md, "- **Failure:** {failure}");
+        }
+        let _ = writeln!(md, "- **Duration:** {:.1} s", self.duration_ms as f64 / 1000.0);
+        if let Some(c) = &self.culprit {
+            let _ = writeln!(md, "\n## Culprit\n\n`{}` {}\n\nby {} on {}", c.commit, c.summary, c.author, c.date);
+        }
+        if let Some(f) = &self.flaky {
+            let _ = writeln!(
+                md,
+                "\n## Flakiness\n\nfailed {} of {} runs ({:.1}%, 95% interval {:.1}–{:.1}%){}",
+                f.failures,
+                f.runs,
+                f.failure_rate * 100.0,
+                f.interval.0 * 100.0,
+                f.interval.1 * 100.0,
+                if f.confident { "" } else { "; the run cap ended the re-runs before the configured confidence" }
+            );
+        }
+        if let Some(b) = &self.bisect {
+            let _ = writeln!(
+                md,
+                "\n## Culprit search\n\n{} candidate commits, {} rounds, {} test runs, {} at once, confidence {:.3}",
+                b.candidates, b.rounds, b.test_runs, b.parallelism, b.confidence
+            );
+            if !b.untestable.is_empty() {
+                let _ = writeln!(md, "\nRouted around {} untestable commits (they fail differently).", b.untestable.len());
+            }
+            if !b.ambiguous.is_empty() {
+                let _ = writeln!(md, "\nCould not separate: {}", b.ambiguous.join(", "));
+            }
+            if let Some(note) = &b.note {
+                let _ = writeln!(md, "\n{note}");
+            }
+        }
+        let _ = writeln!(md, "\n## Hypotheses\n");
+        let _ = writeln!(md, "| # | agent | kind | status | summary | reason |\n|---|---|---|---|---|---|");
+        for h in &self.hypotheses {
+            let winner = self.winner.as_ref().is_some_and(|w| w.id == h.id);
+            let _ = writeln!(
+                md,
+                "| {}{} | {:?} | {:?} | {} | {} | {} |",
+                h.number,
+                if winner { " (winner)" } else { "" },
+                h.agent,
+                h.kind,
+                h.status.as_str(),
+                h.summary.replace('|', "\\|"),
+                h.status_reason.replace('|', "\\|")
+            );
+        }
+        for h in &self.hypotheses {
+            let _ = writeln!(md, "\n### Hypothesis {}: {}\n", h.number, h.summary);
+            if let Some(branch) = &h.branch {
+                let _ = writeln!(md, "Branch: `{branch}`\n");
+            }
+            if !h.experiments.is_empty() {
+                let _ = writeln!(md, "| step | command | revision | exit | runs (fail) | duration | outcome | sandbox |\n|---|---|---|---|---|---|---|---|");
+                for e in &h.experiments {
+                    let counts = e.effective_counts();
+                    let _ = writeln!(
+                        md,
+                        "| {} | `{}` | `{}` | {} | {} ({}) | {} ms | {:?}{} | {} |",
+                        e.step.as_str(),
+                        e.command.replace('|', "\\|"),
+                        &e.revision[..e.revision.len().min(12)],
+                        e.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                        counts.runs,
+                        counts.failures,
+                        e.duration_ms,
+                        e.outcome,
+                        e.note.as_deref().map(|n| format!(": {}", n.replace('|', "\\|"))).unwrap_or_default(),
+                        e.sandbox
+                    );
+                }
+            }
+            if let Some(patch) = &h.patch {
+                let f = fence(patch);
+                let _ = writeln!(md, "\n{f}diff\n{}{}{f}", patch, if patch.ends_with('\n') { "" } else { "\n" });
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(md, "\n## Notes\n");
+            for n in &self.notes {
+                let _ = writeln!(md, "- {n}");
+            }
+        }
+        md
+    }
+}

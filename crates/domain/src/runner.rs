@@ -1,0 +1,157 @@
+//! What the engine needs to know about test runners: which runner a command
+//! uses, which tests failed in its output, and how to run one test alone.
+//!
+//! This is deliberately small; the ingest crate owns full report parsing.
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    Pytest,
+    CargoTest,
+    GoTest,
+    Jest,
+    Unknown,
+}
+
+/// Detects the runner from a command's argv.
+pub fn detect(argv: &[String]) -> Runner {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    let words: Vec<String> = argv.iter().map(|a| base(a)).collect();
+    let first = words.first().map(String::as_str).unwrap_or("");
+    match first {
+        "pytest" | "py.test" => return Runner::Pytest,
+        "cargo" if words.get(1).is_some_and(|w| w == "test" || w == "nextest") => return Runner::CargoTest,
+        "go" if words.get(1).is_some_and(|w| w == "test") => return Runner::GoTest,
+        "jest" => return Runner::Jest,
+        _ => {}
+    }
+    if first.starts_with("python") && words.get(1).is_some_and(|w| w == "-m") && words.get(2).is_some_and(|w| w == "pytest") {
+        return Runner::Pytest;
+    }
+    if first == "npx" && words.get(1).is_some_and(|w| w == "jest") {
+        return Runner::Jest;
+    }
+    Runner::Unknown
+}
+
+static PYTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(FAILED|ERROR) (\S+)").unwrap());
+static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^test (\S+) \.\.\. FAILED|^\s+FAIL \[[^\]]*\] (?:\S+ )?(\S+)").unwrap());
+static GO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*--- FAIL: (\S+)").unwrap());
+static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*● (.+?)\s*$").unwrap());
+
+/// Identifiers of the failing tests named in the output, in order of appearance.
+/// Pytest collection errors appear as `ERROR path`.
+pub fn failing_tests(runner: Runner, output: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    let mut push = |id: String| {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    };
+    match runner {
+        Runner::Pytest => {
+            for c in PYTEST_FAILED.captures_iter(output) {
+                let prefix = if &c[1] == "ERROR" { "ERROR " } else { "" };
+                push(format!("{prefix}{}", &c[2]));
+            }
+        }
+        Runner::CargoTest => {
+            for c in CARGO_FAILED.captures_iter(output) {
+                if let Some(m) = c.get(1).or_else(|| c.get(2)) {
+                    push(m.as_str().to_string());
+                }
+            }
+        }
+        Runner::GoTest => {
+            for c in GO_FAILED.captures_iter(output) {
+                push(c[1].to_string());
+            }
+        }
+        Runner::Jest => {
+            for c in JEST_FAILED.captures_iter(output) {
+                if !c[1].starts_with("Test suite failed") {
+                    push(c[1].to_string());
+                }
+            }
+        }
+        Runner::Unknown => {}
+    }
+    ids
+}
+
+/// The argv that runs only `test_id`, when the runner allows it.
+pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<String>> {
+    if test_id.starts_with("ERROR ") {
+        return None;
+    }
+    match runner {
+        Runner::Pytest => {
+            // Keep the program and options, replace path arguments with the test id.
+            let mut out: Vec<String> = Vec::new();
+            let mut iter = argv.iter().peekable();
+            let module_form = argv.get(1).is_some_and(|a| a == "-m");
+            let skip = if module_form { 3 } else { 1 };
+            for _ in 0..skip {
+                out.push(iter.next()?.clone());
+            }
+            for arg in iter {
+                if arg.starts_with('-') {
+                    out.push(arg.clone());
+                }
+            }
+            out.push(test_id.to_string());
+            Some(out)
+        }
+        Runner::CargoTest => {
+            let mut out: Vec<String> = argv.iter().take_while(|a| a.as_str() != "--").cloned().collect();
+            out.push(test_id.to_string());
+            out.extend(["--".to_string(), "--exact".to_string()]);
+            Some(out)
+        }
+        Runner::GoTest => {
+            let mut out: Vec<String> = argv.iter().filter(|a| !a.starts_with("-run")).cloned().collect();
+            out.insert(2, format!("-run=^{}$", regex::escape(test_id)));
+            Some(out)
+        }
+        Runner::Jest | Runner::Unknown => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        shell_words::split(s).unwrap()
+    }
+
+    #[test]
+    fn detects_runners() {
+        assert_eq!(detect(&argv("pytest -q tests")), Runner::Pytest);
+        assert_eq!(detect(&argv("/usr/bin/python3 -m pytest")), Runner::Pytest);
+        assert_eq!(detect(&argv("cargo test -p x")), Runner::CargoTest);
+        assert_eq!(detect(&argv("go test ./...")), Runner::GoTest);
+        assert_eq!(detect(&argv("npx jest")), Runner::Jest);
+        assert_eq!(detect(&argv("python3 test_app.py")), Runner::Unknown);
+    }
+
+    #[test]
+    fn parses_failing_tests() {
+        let pytest = "....\n=== short test summary info ===\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\nERROR tests/test_b.py\n";
+        assert_eq!(failing_tests(Runner::Pytest, pytest), vec!["tests/test_a.py::test_x", "ERROR tests/test_b.py"]);
+        let cargo = "test math::adds ... ok\ntest math::subtracts ... FAILED\n";
+        assert_eq!(failing_tests(Runner::CargoTest, cargo), vec!["math::subtracts"]);
+        let go = "=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n    --- FAIL: TestAdd/neg (0.00s)\n";
+        assert_eq!(failing_tests(Runner::GoTest, go), vec!["TestAdd", "TestAdd/neg"]);
+    }
+
+    #[test]
+    fn isolates_one_test() {
+        assert_eq!(isolate(Runner::Pytest, &argv("python3 -m pytest -q tests"), "tests/t.py::test_x").unwrap(), argv("python3 -m pytest -q tests/t.py::test_x"));
+        assert_eq!(isolate(Runner::CargoTest, &argv("cargo test -p a"), "m::t").unwrap(), argv("cargo test -p a m::t -- --exact"));
+        assert!(isolate(Runner::Unknown, &argv("python3 t.py"), "x").is_none());
+        assert!(isolate(Runner::Pytest, &argv("pytest"), "ERROR tests/t.py").is_none());
+    }
+}

@@ -1,0 +1,56 @@
+//! The investigation's verdict: what kind of failure this is.
+
+use crate::hypothesis::{Hypothesis, HypothesisKind, HypothesisStatus};
+use crate::sequential::Behaviour;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A commit introduced the failure and reverting it was verified.
+    Regression,
+    Flaky,
+    OrderDependent,
+    EnvironmentDependent,
+    /// Fails every time, no culprit verified.
+    Deterministic,
+    /// The failure did not happen at the bad revision.
+    NotReproduced,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Regression => "regression",
+            Verdict::Flaky => "flaky",
+            Verdict::OrderDependent => "order_dependent",
+            Verdict::EnvironmentDependent => "environment_dependent",
+            Verdict::Deterministic => "deterministic",
+            Verdict::NotReproduced => "not_reproduced",
+        }
+    }
+}
+
+/// Derives the verdict from the winner and the measured behaviour at the bad revision.
+/// A verified fix names a regression; otherwise the strongest verified
+/// classification wins; otherwise the behaviour measured by re-runs.
+pub fn decide(winner: Option<&Hypothesis>, hypotheses: &[Hypothesis], behaviour: Behaviour) -> Verdict {
+    if let Some(w) = winner.filter(|w| w.status == HypothesisStatus::Verified) {
+        match w.kind {
+            HypothesisKind::Revert | HypothesisKind::Patch => return Verdict::Regression,
+            HypothesisKind::OrderDependent => return Verdict::OrderDependent,
+            HypothesisKind::EnvironmentDependent => return Verdict::EnvironmentDependent,
+            HypothesisKind::Flaky => return Verdict::Flaky,
+        }
+    }
+    let verified = |kind| hypotheses.iter().any(|h| h.kind == kind && h.status == HypothesisStatus::Verified);
+    if verified(HypothesisKind::EnvironmentDependent) {
+        return Verdict::EnvironmentDependent;
+    }
+    match behaviour {
+        Behaviour::NeverFails => Verdict::NotReproduced,
+        Behaviour::Flaky => Verdict::Flaky,
+        Behaviour::Deterministic if verified(HypothesisKind::OrderDependent) => Verdict::OrderDependent,
+        Behaviour::Deterministic => Verdict::Deterministic,
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the Debian base image that TraceLab sandboxes run in, from Debian's
+# mirror via debootstrap (the Docker engine here cannot pull images).
+# Idempotent: does nothing when the image already exists.
+#
+#   deploy/sandbox/build-base-image.sh [IMAGE]   (default tracelab-sandbox-base:bookworm)
+set -euo pipefail
+image="${1:-tracelab-sandbox-base:bookworm}"
+if docker image inspect "$image" >/dev/null 2>&1; then
+  echo "image $image exists"
+  exit 0
+fi
+command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
+root="$(mktemp -d /var/tmp/tracelab-rootfs.XXXXXX)"
+trap 'rm -rf "$root"' EXIT
+debootstrap --variant=minbase --include=python3,python3-pytest,git,ca-certificates,procps \
+  bookworm "$root" http://deb.debian.org/debian >/dev/null
+# An unprivileged user for sandboxed commands (uid 10001, no login shell needed).
+chroot "$root" useradd --uid 10001 --create-home --shell /usr/sbin/nologin sandbox
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+tar -C "$root" -c . | docker import \
+  --change 'USER 10001' --change 'WORKDIR /work' --change 'ENV LANG=C.UTF-8 TZ=UTC' \
+  - "$image" >/dev/null
+echo "built $image"
