@@ -1,0 +1,271 @@
+//! Commands as process groups on the host.
+
+use crate::capped::CappedOutput;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tracelab_domain::allowlist::Allowlist;
+use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox, SandboxProvider};
+use tracelab_domain::{Error, Result};
+
+/// Settings for local sandboxes. The caller (a service or the CLI) fills
+/// `path` from its own environment; this crate never reads the environment.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    pub allowlist: Allowlist,
+    /// `PATH` inside the sandbox.
+    pub path: String,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        Self { allowlist: Allowlist::default(), path: "/usr/local/bin:/usr/bin:/bin".into() }
+    }
+}
+
+/// Opens [`LocalSandbox`]es.
+#[derive(Debug, Clone, Default)]
+pub struct LocalSandboxProvider {
+    config: LocalConfig,
+}
+
+impl LocalSandboxProvider {
+    pub fn new(config: LocalConfig) -> Self {
+        Self { config }
+    }
+}
+
+#[async_trait::async_trait]
+impl SandboxProvider for LocalSandboxProvider {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    async fn open(&self, worktree: &Path, _label: &str) -> Result<Box<dyn Sandbox>> {
+        if !worktree.is_dir() {
+            return Err(Error::not_found(format!("worktree {} does not exist", worktree.display())));
+        }
+        let home = tempfile_dir()?;
+        Ok(Box::new(LocalSandbox { worktree: worktree.to_path_buf(), home, config: self.config.clone() }))
+    }
+}
+
+/// A fresh empty directory used as `HOME`, so tools do not read the operator's dotfiles.
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("tracelab-home-{}-{}", std::process::id(), uuid_like()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::internal(format!("cannot create sandbox home: {e}")))?;
+    Ok(dir)
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Runs commands in one worktree on the host.
+#[derive(Debug)]
+pub struct LocalSandbox {
+    worktree: PathBuf,
+    home: PathBuf,
+    config: LocalConfig,
+}
+
+/// Kills a process group when dropped, so cancelling `exec` stops everything it started.
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (already gone) is the normal case after a clean exit.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn pump(mut reader: impl AsyncRead + Unpin, sink: Arc<Mutex<CappedOutput>>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => sink.lock().expect("output lock").push(&buf[..n]),
+        }
+    }
+}
+
+impl LocalSandbox {
+    fn command(&self, spec: &CommandSpec) -> Command {
+        let mut cmd = Command::new(&spec.argv[0]);
+        cmd.args(&spec.argv[1..])
+            .current_dir(&self.worktree)
+            .env_clear()
+            .env("PATH", &self.config.path)
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .env("TZ", "UTC")
+            .env("TRACELAB_SANDBOX", "local")
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        cmd
+    }
+}
+
+#[async_trait::async_trait]
+impl Sandbox for LocalSandbox {
+    fn describe(&self) -> String {
+        "local".into()
+    }
+
+    async fn exec(&self, spec: &CommandSpec) -> Result<CommandResult> {
+        self.config.allowlist.check(&spec.argv)?;
+        let started = Instant::now();
+        let mut child = match self.command(spec).spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let reason = if e.kind() == std::io::ErrorKind::NotFound {
+                    format!("program not found: {}", spec.argv[0])
+                } else {
+                    format!("cannot start {}: {e}", spec.argv[0])
+                };
+                return Ok(CommandResult { exit_code: None, duration: started.elapsed(), output: String::new(), blocked: Some(reason) });
+            }
+        };
+        let mut group = GroupGuard(child.id().map(|id| Pid::from_raw(id as i32)));
+        let sink = Arc::new(Mutex::new(CappedOutput::new(spec.output_limit)));
+        let out = tokio::spawn(pump(child.stdout.take().expect("piped stdout"), sink.clone()));
+        let err = tokio::spawn(pump(child.stderr.take().expect("piped stderr"), sink.clone()));
+
+        let waited = tokio::time::timeout(spec.timeout, child.wait()).await;
+        // Whatever happened, nothing of this group may outlive the experiment;
+        // killing also closes pipes held open by leftover grandchildren.
+        group.kill();
+        let (exit_code, blocked) = match waited {
+            Ok(Ok(status)) => (status.code(), status.code().is_none().then(|| format!("killed by signal {status}"))),
+            Ok(Err(e)) => (None, Some(format!("waiting for the command failed: {e}"))),
+            Err(_) => {
+                let _ = child.wait().await;
+                (None, Some(format!("timed out after {} s", spec.timeout.as_secs_f64())))
+            }
+        };
+        // Drain the streams (bounded: the group is dead, so the pipes close).
+        let drain = Duration::from_secs(5);
+        let _ = tokio::time::timeout(drain, out).await;
+        let _ = tokio::time::timeout(drain, err).await;
+        let output = Arc::try_unwrap(sink)
+            .map(|m| m.into_inner().expect("output lock").into_string())
+            .unwrap_or_else(|shared| std::mem::replace(&mut *shared.lock().expect("output lock"), CappedOutput::new(1)).into_string());
+        Ok(CommandResult { exit_code, duration: started.elapsed(), output, blocked })
+    }
+
+    async fn close(&self) -> Result<()> {
+        match tokio::fs::remove_dir_all(&self.home).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::internal(format!("cannot remove sandbox home: {e}"))),
+        }
+    }
+}
+
+impl Drop for LocalSandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(argv: &[&str], timeout_ms: u64) -> CommandSpec {
+        CommandSpec {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            env: vec![("EXTRA".into(), "1".into())],
+            timeout: Duration::from_millis(timeout_ms),
+            output_limit: 4096,
+        }
+    }
+
+    async fn sandbox(dir: &Path) -> Box<dyn Sandbox> {
+        LocalSandboxProvider::default().open(dir, "test").await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_worktree_with_a_fixed_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let sb = sandbox(dir.path()).await;
+        let r = sb
+            .exec(&spec(&["python3", "-c", "import os; print(os.getcwd(), os.environ['TZ'], os.environ['EXTRA'], 'SECRET' in os.environ)"], 10_000))
+            .await
+            .unwrap();
+        assert!(r.passed(), "{r:?}");
+        let cwd = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(r.output.trim(), format!("{} UTC 1 False", cwd.display()));
+        sb.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn reports_exit_codes_and_missing_programs() {
+        let dir = tempfile::tempdir().unwrap();
+        let sb = sandbox(dir.path()).await;
+        let r = sb.exec(&spec(&["python3", "-c", "import sys; sys.exit(3)"], 10_000)).await.unwrap();
+        assert_eq!(r.exit_code, Some(3));
+        assert!(r.blocked.is_none());
+        let mut allow = LocalConfig::default();
+        allow.allowlist.programs.push("no-such-program-xyz".into());
+        let sb = LocalSandboxProvider::new(allow).open(dir.path(), "t").await.unwrap();
+        let r = sb.exec(&spec(&["no-such-program-xyz"], 1000)).await.unwrap();
+        assert_eq!(r.blocked.as_deref(), Some("program not found: no-such-program-xyz"));
+    }
+
+    #[tokio::test]
+    async fn refuses_programs_outside_the_allowlist() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = sandbox(dir.path()).await.exec(&spec(&["sh", "-c", "true"], 1000)).await.unwrap_err();
+        assert!(err.message.contains("not allowlisted"));
+    }
+
+    #[tokio::test]
+    async fn a_hanging_command_and_its_children_are_killed_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("child.pid");
+        let script = format!(
+            "import subprocess, time; p = subprocess.Popen(['python3', '-c', 'import time; time.sleep(60)']); open({:?}, 'w').write(str(p.pid)); time.sleep(60)",
+            marker.display().to_string()
+        );
+        let r = sandbox(dir.path()).await.exec(&spec(&["python3", "-c", &script], 1500)).await.unwrap();
+        assert_eq!(r.blocked.as_deref(), Some("timed out after 1.5 s"));
+        assert!(r.duration < Duration::from_secs(10));
+        let pid: i32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+        // The grandchild was in the group and is gone (or a zombie reaped by init).
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false);
+        assert!(!alive, "grandchild {pid} survived the timeout");
+    }
+
+    #[tokio::test]
+    async fn huge_output_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sandbox(dir.path())
+            .await
+            .exec(&spec(&["python3", "-c", "import sys; sys.stdout.write('x' * 5_000_000); sys.stderr.write('END')"], 20_000))
+            .await
+            .unwrap();
+        assert!(r.passed());
+        assert!(r.output.len() < 5000, "{} bytes kept", r.output.len());
+        assert!(r.output.ends_with("END"));
+    }
+}
