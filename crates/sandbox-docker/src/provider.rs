@@ -1,0 +1,347 @@
+//! Opens sandboxes: one locked-down container per worktree, from a pinned image.
+
+use crate::config::{DockerConfig, Ownership, WORKDIR};
+use crate::error::{docker as docker_error, is_not_found};
+use crate::ownership;
+use crate::recipe;
+use crate::sandbox::DockerSandbox;
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, ResourcesUlimits};
+use bollard::query_parameters::{
+    BuildImageOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
+};
+use bollard::{API_DEFAULT_VERSION, Docker};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tracelab_domain::ports::{Sandbox, SandboxProvider};
+use tracelab_domain::{Error, ErrorKind, Result};
+
+/// Label on everything this crate creates.
+pub const LABEL_MANAGED: &str = "tracelab.managed";
+/// The `label` given to `open` (ties a container to its investigation).
+pub const LABEL_LABEL: &str = "tracelab.label";
+/// Pid of the process that created the container, for [`Reap::Orphans`].
+pub const LABEL_OWNER_PID: &str = "tracelab.owner_pid";
+/// Image id the container was created from.
+pub const LABEL_IMAGE: &str = "tracelab.image";
+
+/// Which leftover containers [`DockerSandboxProvider::reap`] removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reap {
+    /// Managed containers whose owner process is no longer alive on this host
+    /// (what a crashed verifier leaves). Run it at start-up.
+    Orphans,
+    /// Managed containers whose label starts with the prefix, whoever owns them.
+    LabelPrefix(String),
+    /// Every managed container.
+    All,
+}
+
+/// A container this crate manages, as Docker lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagedContainer {
+    pub id: String,
+    pub label: String,
+    pub owner_pid: Option<u32>,
+    /// Docker's state: `running`, `exited`, `created`...
+    pub state: String,
+}
+
+/// Opens [`DockerSandbox`]es. Built once per process with
+/// [`DockerSandboxProvider::connect`]; cheap to clone.
+#[derive(Clone)]
+pub struct DockerSandboxProvider {
+    docker: Docker,
+    config: Arc<DockerConfig>,
+    image_id: String,
+}
+
+impl std::fmt::Debug for DockerSandboxProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerSandboxProvider").field("config", &self.config).field("image_id", &self.image_id).finish()
+    }
+}
+
+/// A bollard client on the configured unix socket (no TLS, no TCP).
+pub(crate) fn connect_client(config: &DockerConfig) -> Result<Docker> {
+    let socket = config.socket.to_str().ok_or_else(|| Error::invalid("docker socket path is not UTF-8"))?;
+    Docker::connect_with_unix(socket, config.api_timeout.as_secs().max(1), API_DEFAULT_VERSION)
+        .map_err(|e| docker_error("connect", e))
+}
+
+impl DockerSandboxProvider {
+    /// Validates the config, checks that the daemon answers (negotiating the
+    /// API version down to the daemon's), and pins the image to its id.
+    /// `Unavailable` when no daemon answers; `NotFound` when the image is missing.
+    pub async fn connect(config: DockerConfig) -> Result<Self> {
+        config.validate()?;
+        let docker = connect_client(&config)?.negotiate_version().await.map_err(|e| docker_error("version", e))?;
+        let image_id = image_id(&docker, &config.image).await?;
+        tracing::info!(image = %config.image, %image_id, "docker sandboxes ready");
+        Ok(Self { docker, config: Arc::new(config), image_id })
+    }
+
+    pub fn config(&self) -> &DockerConfig {
+        &self.config
+    }
+
+    /// The pinned image id (`sha256:...`) new sandboxes run.
+    pub fn image_id(&self) -> &str {
+        &self.image_id
+    }
+
+    /// Builds the repository's recipe (`dockerfile`, relative to `context`)
+    /// on top of this provider's image, or reuses it when an image with the
+    /// same content hash exists, and returns a provider that opens sandboxes
+    /// from it. The build runs without network; `FROM` must name this
+    /// provider's image (tag or id) or an earlier stage.
+    pub async fn with_recipe(&self, context: &Path, dockerfile: &str) -> Result<Self> {
+        recipe::check_dockerfile_path(dockerfile)?;
+        let text = std::fs::read_to_string(context.join(dockerfile))
+            .map_err(|e| Error::invalid(format!("cannot read recipe {dockerfile:?}: {e}")))?;
+        recipe::check_from(&text, &[self.config.image.as_str(), self.image_id.as_str()])?;
+        let root = context.to_path_buf();
+        let packed = tokio::task::spawn_blocking(move || recipe::pack(&root))
+            .await
+            .map_err(|e| Error::internal(format!("packing the recipe context failed: {e}")))?
+            .map_err(|e| Error::invalid(format!("cannot pack recipe context {}: {e}", context.display())))?;
+        let tag = recipe::tag(&packed, dockerfile, &self.image_id);
+        let image_id = match self.docker.inspect_image(&tag).await {
+            Ok(found) => found.id.ok_or_else(|| Error::internal("docker returned an image without id"))?,
+            Err(error) if is_not_found(&error) => self.build(&tag, dockerfile, packed.tar).await?,
+            Err(error) => return Err(docker_error("inspect image", error)),
+        };
+        let config = DockerConfig { image: tag, ..(*self.config).clone() };
+        Ok(Self { docker: self.docker.clone(), config: Arc::new(config), image_id })
+    }
+
+    async fn build(&self, tag: &str, dockerfile: &str, tar: Vec<u8>) -> Result<String> {
+        tracing::info!(%tag, %dockerfile, "building sandbox recipe");
+        let options = BuildImageOptions {
+            dockerfile: dockerfile.to_string(),
+            t: Some(tag.to_string()),
+            rm: true,
+            forcerm: true,
+            pull: None,
+            networkmode: Some("none".to_string()),
+            labels: Some(HashMap::from([(LABEL_MANAGED.to_string(), "true".to_string())])),
+            ..Default::default()
+        };
+        let mut stream = self.docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+        let mut log: Vec<String> = Vec::new();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| match e {
+                bollard::errors::Error::DockerStreamError { error } => {
+                    Error::invalid(format!("recipe build failed: {error}"))
+                }
+                other => docker_error("build image", other),
+            })?;
+            if let Some(detail) = info.error_detail {
+                let tail = log.iter().rev().take(20).rev().cloned().collect::<Vec<_>>().join("");
+                return Err(Error::invalid(format!(
+                    "recipe build failed: {}\n{tail}",
+                    detail.message.unwrap_or_default()
+                )));
+            }
+            if let Some(line) = info.stream {
+                log.push(line);
+            }
+        }
+        let built = self.docker.inspect_image(tag).await.map_err(|e| docker_error("inspect built image", e))?;
+        built.id.ok_or_else(|| Error::internal("docker returned an image without id"))
+    }
+
+    /// Opens a sandbox and returns the concrete type (for [`crate::run_parallel`]
+    /// or diagnostics); [`SandboxProvider::open`] boxes it.
+    pub async fn open_docker(&self, worktree: &Path, label: &str) -> Result<DockerSandbox> {
+        let worktree = worktree
+            .canonicalize()
+            .map_err(|e| Error::invalid(format!("worktree {} is not usable: {e}", worktree.display())))?;
+        if !worktree.is_dir() {
+            return Err(Error::invalid(format!("worktree {} is not a directory", worktree.display())));
+        }
+        if self.config.ownership != Ownership::Leave {
+            let (root, (uid, gid)) = (worktree.clone(), self.config.user);
+            tokio::task::spawn_blocking(move || ownership::hand_over(&root, uid, gid))
+                .await
+                .map_err(|e| Error::internal(format!("worktree ownership task failed: {e}")))?
+                .map_err(|e| Error::internal(format!("cannot hand the worktree to uid {uid}: {e}")))?;
+        }
+        let body = self.container_body(&worktree, label);
+        let name = container_name(label);
+        let created = self
+            .docker
+            .create_container(Some(CreateContainerOptions { name: Some(name), platform: String::new() }), body)
+            .await
+            .map_err(|e| docker_error("create container", e))?;
+        tracing::debug!(container = %created.id, %label, worktree = %worktree.display(), "sandbox container created");
+        DockerSandbox::start(
+            self.docker.clone(),
+            self.config.clone(),
+            created.id,
+            self.image_id.clone(),
+            worktree,
+            label.to_string(),
+        )
+        .await
+    }
+
+    fn container_body(&self, worktree: &Path, label: &str) -> ContainerCreateBody {
+        let config = &self.config;
+        let mut mounts = vec![Mount {
+            target: Some(WORKDIR.to_string()),
+            source: Some(worktree.display().to_string()),
+            typ: Some(MountType::BIND),
+            read_only: Some(false),
+            ..Default::default()
+        }];
+        // `.git` (a directory, or the file of a linked worktree) is read-only
+        // and, being a mount point, cannot be renamed or replaced either.
+        let git = worktree.join(".git");
+        if git.symlink_metadata().is_ok() {
+            mounts.push(Mount {
+                target: Some(format!("{WORKDIR}/.git")),
+                source: Some(git.display().to_string()),
+                typ: Some(MountType::BIND),
+                read_only: Some(true),
+                ..Default::default()
+            });
+        }
+        let labels = HashMap::from([
+            (LABEL_MANAGED.to_string(), "true".to_string()),
+            (LABEL_LABEL.to_string(), label.to_string()),
+            (LABEL_OWNER_PID.to_string(), std::process::id().to_string()),
+            (LABEL_IMAGE.to_string(), self.image_id.clone()),
+        ]);
+        let tmpfs = HashMap::from([(
+            "/tmp".to_string(),
+            format!("rw,nosuid,nodev,size={}m,mode=1777", config.tmpfs_mib),
+        )]);
+        let host_config = HostConfig {
+            mounts: Some(mounts),
+            tmpfs: Some(tmpfs),
+            network_mode: Some("none".to_string()),
+            cap_drop: Some(vec!["ALL".to_string()]),
+            security_opt: Some(vec!["no-new-privileges:true".to_string()]),
+            readonly_rootfs: Some(true),
+            init: Some(true),
+            ipc_mode: Some("private".to_string()),
+            nano_cpus: Some(config.nano_cpus()),
+            memory: Some(config.memory_bytes()),
+            memory_swap: Some(config.memory_bytes()),
+            pids_limit: Some(config.pids_limit),
+            ulimits: Some(vec![ResourcesUlimits { name: Some("core".to_string()), soft: Some(0), hard: Some(0) }]),
+            ..Default::default()
+        };
+        let (keeper_uid, keeper_gid) = config.keeper_user;
+        ContainerCreateBody {
+            image: Some(self.image_id.clone()),
+            user: Some(format!("{keeper_uid}:{keeper_gid}")),
+            working_dir: Some(WORKDIR.to_string()),
+            entrypoint: Some(vec!["sleep".to_string()]),
+            cmd: Some(vec!["infinity".to_string()]),
+            env: Some(crate::sandbox::environment(&[])),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(host_config),
+            ..Default::default()
+        }
+    }
+
+    /// Managed containers, optionally only those whose label starts with `prefix`.
+    pub async fn managed_containers(&self, prefix: Option<&str>) -> Result<Vec<ManagedContainer>> {
+        let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_MANAGED}=true")])]);
+        let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
+        let listed = self.docker.list_containers(Some(options)).await.map_err(|e| docker_error("list containers", e))?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                let label = labels.get(LABEL_LABEL).cloned().unwrap_or_default();
+                if prefix.is_some_and(|p| !label.starts_with(p)) {
+                    return None;
+                }
+                Some(ManagedContainer {
+                    id: c.id?,
+                    owner_pid: labels.get(LABEL_OWNER_PID).and_then(|p| p.parse().ok()),
+                    label,
+                    state: c.state.map(|s| s.to_string()).unwrap_or_default(),
+                })
+            })
+            .collect())
+    }
+
+    /// Removes leftover managed containers; returns how many went.
+    pub async fn reap(&self, scope: Reap) -> Result<usize> {
+        let prefix = match &scope {
+            Reap::LabelPrefix(prefix) => Some(prefix.as_str()),
+            _ => None,
+        };
+        let mut removed = 0;
+        for container in self.managed_containers(prefix).await? {
+            if scope == Reap::Orphans && container.owner_pid.is_some_and(process_alive) {
+                continue;
+            }
+            let options = RemoveContainerOptions { force: true, v: true, link: false };
+            match self.docker.remove_container(&container.id, Some(options)).await {
+                Ok(()) => removed += 1,
+                Err(error) if is_not_found(&error) => {}
+                Err(error) => return Err(docker_error("remove container", error)),
+            }
+            tracing::info!(container = %container.id, label = %container.label, "reaped sandbox container");
+        }
+        Ok(removed)
+    }
+}
+
+/// Whether a process with that pid exists on this host (`/proc`).
+fn process_alive(pid: u32) -> bool {
+    pid == std::process::id() || PathBuf::from(format!("/proc/{pid}")).exists()
+}
+
+async fn image_id(docker: &Docker, image: &str) -> Result<String> {
+    match docker.inspect_image(image).await {
+        Ok(found) => found.id.ok_or_else(|| Error::internal(format!("docker returned image {image} without id"))),
+        Err(error) if is_not_found(&error) => Err(Error::new(
+            ErrorKind::NotFound,
+            format!("sandbox image {image} is missing; build it with deploy/sandbox/build-base-image.sh (images cannot be pulled)"),
+        )),
+        Err(error) => Err(docker_error("inspect image", error)),
+    }
+}
+
+/// `tracelab-<label>-<nanos>`: readable in `docker ps`, unique enough, valid.
+fn container_name(label: &str) -> String {
+    let clean: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .take(40)
+        .collect();
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+    format!("tracelab-{clean}-{:x}-{nanos:x}", std::process::id())
+}
+
+#[async_trait::async_trait]
+impl SandboxProvider for DockerSandboxProvider {
+    fn name(&self) -> &str {
+        "docker"
+    }
+
+    async fn open(&self, worktree: &Path, label: &str) -> Result<Box<dyn Sandbox>> {
+        Ok(Box::new(self.open_docker(worktree, label).await?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_names_are_valid() {
+        let name = container_name("inv 42/h1");
+        assert!(name.starts_with("tracelab-inv-42-h1-"));
+        assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)));
+    }
+}
