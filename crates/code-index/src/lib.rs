@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod error;
 pub mod extract;
+pub mod history;
 pub mod indexer;
 pub mod lang;
 pub mod model;

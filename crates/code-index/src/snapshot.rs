@@ -62,22 +62,7 @@ impl Snapshot {
         for (path, blob, parsed) in &files {
             let module = qualify::module_of(parsed.language, path, parsed);
             let base = snap.symbols.len() as u32;
-            for def in &parsed.defs {
-                let id = snap.symbols.len() as u32;
-                snap.symbols.push(Symbol {
-                    id,
-                    qualified_name: qualify::qualified_name(parsed.language, &module, &def.local),
-                    name: def.name.clone(),
-                    kind: def.kind,
-                    language: parsed.language,
-                    path: path.clone(),
-                    start_line: def.start_line,
-                    end_line: def.end_line,
-                    signature: def.signature.clone(),
-                    doc: def.doc.clone(),
-                    parent: def.parent.map(|p| base + p),
-                });
-            }
+            snap.symbols.extend(place(path, &module, parsed, base));
             for d in &parsed.diagnostics {
                 snap.diagnostics.push(FileDiagnostic {
                     path: path.clone(),
@@ -178,6 +163,38 @@ impl Snapshot {
     pub fn callers(&self, id: SymbolId) -> &[(SymbolId, u32)] {
         &self.callers[id as usize]
     }
+}
+
+/// The symbols of one parsed file at `path`, with ids from `base`.
+pub fn place(path: &str, module: &str, parsed: &ParsedFile, base: SymbolId) -> Vec<Symbol> {
+    parsed
+        .defs
+        .iter()
+        .enumerate()
+        .map(|(i, def)| Symbol {
+            id: base + i as u32,
+            qualified_name: qualify::qualified_name(parsed.language, module, &def.local),
+            name: def.name.clone(),
+            kind: def.kind,
+            language: parsed.language,
+            path: path.to_string(),
+            start_line: def.start_line,
+            end_line: def.end_line,
+            signature: def.signature.clone(),
+            doc: def.doc.clone(),
+            parent: def.parent.map(|p| base + p),
+        })
+        .collect()
+}
+
+/// The symbols of one parsed file at `path`, ids from 0.
+pub fn file_symbols(path: &str, parsed: &ParsedFile) -> Vec<Symbol> {
+    place(
+        path,
+        &qualify::module_of(parsed.language, path, parsed),
+        parsed,
+        0,
+    )
 }
 
 struct Resolver<'a> {
