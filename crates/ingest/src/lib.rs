@@ -1,1 +1,244 @@
-//! Placeholder; see the issue.
+//! TraceLab evidence ingest: turns failure evidence (test reports, build and
+//! CI logs, stack traces, production log lines) into normalised, redacted,
+//! signed [`Failure`]s, groups them, and decides when a group deserves an
+//! investigation. Pure library: no IO besides the optional [`read_bounded`]
+//! helper, no clocks, no global state beyond compiled regexes.
+//!
+//! # How an input travels through the crate
+//!
+//! ```text
+//! bytes ─► input (cap: head+tail, binary check, lossy UTF-8, ANSI/CR cleanup, line cap)
+//!       ─► detect (JUnit XML | go test -json | JSON lines | pytest | unittest | cargo test |
+//!                  nextest | go test | jest | node --test | build log | plain text)
+//!       ─► parsers::<format> (raw failures + diagnostics; stack traces found by
+//!                  parsers::traces for Python, Java/Kotlin, JS/Node, Go, Rust)
+//!       ─► normalize (repo-relative paths, in-app vs library, stable function names;
+//!                  frames capped: outermost and innermost halves kept)
+//!       ─► signature (stack_signature from the top in-app frames' file+function,
+//!                  error_signature from type + masked message — both redaction-proof)
+//!       ─► redact (keyed pseudonyms for secrets and personal data in every text field)
+//!       ─► ParseOutput { failures, diagnostics, format }
+//! ```
+//!
+//! Then, per failure, a caller (the CLI, an intake service) builds an
+//! [`Occurrence`] with its commit, branch and time, and calls [`triage`]
+//! against a [`GroupStore`] with a [`Policy`]: the group is updated (first
+//! seen, last seen, count, commits, branches, regressions) and a
+//! [`Decision`] says whether to start an investigation.
+//!
+//! Partial results are data: [`parse`] never fails and never panics; what
+//! it could not understand or had to cut is reported in
+//! [`ParseOutput::diagnostics`]. Memory is bounded by [`Limits`], not by
+//! the input: inputs over `max_input_bytes` keep their first and last half,
+//! lines over `max_line_bytes` are cut, traces keep `max_frames` frames,
+//! JSON deeper than `max_json_depth` is skipped, XML nesting is capped.
+//!
+//! Services: an HTTP/JetStream intake calls [`parse`] on the request body
+//! (after [`read_bounded`] on the stream); an OTLP logs intake maps each
+//! protobuf `LogRecord` onto [`LogRecord`] and calls [`parse_log_records`].
+//!
+//! Redaction: [`ParseOptions::redaction_key`] defaults to
+//! [`DEV_REDACTION_KEY`], a fixed, public development key. Pseudonyms made
+//! with it can be confirmed by anyone who guesses the value; configure a
+//! secret key in production.
+
+mod detect;
+mod error;
+mod group;
+mod input;
+mod model;
+mod normalize;
+mod parsers;
+mod redact;
+mod signature;
+
+pub use detect::detect;
+pub use error::{Error, ErrorKind, Result};
+pub use group::{
+    Decision, FailureGroup, GroupKey, GroupStatus, GroupStore, InMemoryGroupStore, InvestigationMark, MAX_TRACKED, Observation,
+    Occurrence, Policy, Reason, SkipReason, Trigger, decide, triage,
+};
+pub use input::{BoundedInput, read_bounded};
+pub use model::{
+    Cause, DEV_REDACTION_KEY, DetectedFormat, Diagnostic, Failure, FailureKind, Frame, Language, Limits, ParseOptions, ParseOutput,
+    Region, Severity,
+};
+pub use normalize::{Normalizer, normalize_function, signature_path};
+pub use parsers::logs::{LogRecord, failure_from_record};
+pub use redact::{Finding, RedactionConfig, Redactor, SecretKind, is_sensitive_key, redact_text};
+pub use signature::{error_signature, normalize_message, stack_signature};
+
+use std::borrow::Cow;
+
+/// Parses evidence of any supported format. Never panics, never fails:
+/// unknown or damaged input yields diagnostics.
+pub fn parse(input: &[u8], options: &ParseOptions) -> ParseOutput {
+    let limits = &options.limits;
+    let mut diagnostics = Vec::new();
+    let (bytes, dropped) = input::cap_slice(input, limits);
+    if dropped > 0 {
+        diagnostics.push(Diagnostic::warning(
+            "input_truncated",
+            format!(
+                "input is {} bytes; kept the first and last {} bytes, dropped {dropped} from the middle",
+                input.len(),
+                limits.max_input_bytes / 2
+            ),
+        ));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return ParseOutput { failures: Vec::new(), diagnostics, format: DetectedFormat::Empty };
+    }
+    if let Some(why) = input::looks_binary(&bytes) {
+        diagnostics.push(Diagnostic::error("binary_input", why));
+        return ParseOutput { failures: Vec::new(), diagnostics, format: DetectedFormat::Binary };
+    }
+    let text = input::to_text(&bytes, &mut diagnostics);
+    drop(bytes);
+    let format = options.format.unwrap_or_else(|| detect(&text));
+    let parsed = parsers::dispatch(format, &text, limits);
+    diagnostics.extend(parsed.diagnostics);
+    finish(parsed.failures, diagnostics, format, options)
+}
+
+/// Turns log records (from an OTLP logs intake, or already-decoded JSON) into failures.
+pub fn parse_log_records(records: &[LogRecord], options: &ParseOptions) -> ParseOutput {
+    let failures = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let mut f = failure_from_record(r)?;
+            f.line = Some(i + 1);
+            Some(f)
+        })
+        .take(options.limits.max_failures + 1)
+        .collect();
+    finish(failures, Vec::new(), DetectedFormat::JsonLines, options)
+}
+
+/// Normalises, caps, signs and redacts raw failures; caps counts.
+fn finish(raw: Vec<Failure>, mut diagnostics: Vec<Diagnostic>, format: DetectedFormat, options: &ParseOptions) -> ParseOutput {
+    let limits = &options.limits;
+    let redactor = if options.redact {
+        match Redactor::new(&options.redaction_key) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                diagnostics.push(Diagnostic::error("redaction_key", format!("{e}; using the development key")));
+                Redactor::new(DEV_REDACTION_KEY).ok()
+            }
+        }
+    } else {
+        None
+    };
+    let normalizer = Normalizer::new(&options.repo_roots, &options.in_app_prefixes);
+    let total = raw.len();
+    let mut failures = Vec::with_capacity(total.min(limits.max_failures));
+    for mut f in raw.into_iter().take(limits.max_failures) {
+        normalize_failure(&mut f, &normalizer, limits, options.signature_frames, &mut diagnostics);
+        if let Some(r) = &redactor {
+            redact_failure(&mut f, r);
+        }
+        failures.push(f);
+    }
+    if total > limits.max_failures {
+        diagnostics.push(Diagnostic::warning("failures_capped", format!("more than {} failures; the rest were dropped", limits.max_failures)));
+    }
+    if diagnostics.len() > limits.max_diagnostics {
+        let extra = diagnostics.len() - limits.max_diagnostics;
+        diagnostics.truncate(limits.max_diagnostics);
+        diagnostics.push(Diagnostic::info("diagnostics_capped", format!("{extra} more diagnostics omitted")));
+    }
+    ParseOutput { failures, diagnostics, format }
+}
+
+/// Keeps the outermost and innermost halves of an over-long trace.
+fn cap_frames(frames: &mut Vec<Frame>, max: usize) -> usize {
+    if frames.len() <= max {
+        return 0;
+    }
+    let drop = frames.len() - max;
+    let keep_outer = max / 2;
+    frames.drain(keep_outer..keep_outer + drop);
+    drop
+}
+
+fn normalize_failure(f: &mut Failure, n: &Normalizer, limits: &Limits, sig_frames: usize, diags: &mut Vec<Diagnostic>) {
+    let lang = f.language;
+    let omitted = cap_frames(&mut f.frames, limits.max_frames);
+    if omitted > 0 {
+        f.frames_omitted += omitted;
+        diags.push(
+            Diagnostic::warning("frames_capped", format!("trace has {} frames; kept the outermost and innermost {}", omitted + limits.max_frames, limits.max_frames))
+                .at(f.line.unwrap_or(0)),
+        );
+    }
+    for fr in &mut f.frames {
+        n.frame(fr, lang);
+    }
+    if f.causes.len() > limits.max_causes {
+        f.causes.truncate(limits.max_causes);
+        diags.push(Diagnostic::info("causes_capped", format!("exception chain longer than {} links was cut", limits.max_causes)));
+    }
+    for c in &mut f.causes {
+        f.frames_omitted += cap_frames(&mut c.frames, limits.max_frames);
+        for fr in &mut c.frames {
+            n.frame(fr, lang);
+        }
+    }
+    // The primary exception's in-app frames; a wrapper without any (a
+    // framework exception) defers to the first cause that has some.
+    f.stack_signature = stack_signature(&f.frames, sig_frames)
+        .or_else(|| f.causes.iter().find_map(|c| stack_signature(&c.frames, sig_frames)));
+    f.error_signature = error_signature(f.exception_type.as_deref(), &f.message);
+    if f.message.len() > limits.max_message_bytes {
+        f.message = input::truncate_str(&f.message, limits.max_message_bytes).to_owned();
+    }
+    for c in &mut f.causes {
+        if c.message.len() > limits.max_message_bytes {
+            c.message = input::truncate_str(&c.message, limits.max_message_bytes).to_owned();
+        }
+    }
+}
+
+fn redact_in_place(s: &mut String, r: &Redactor) {
+    if let Cow::Owned(o) = r.redact_text(s) {
+        *s = o;
+    }
+}
+
+fn redact_opt(s: &mut Option<String>, r: &Redactor) {
+    if let Some(s) = s {
+        redact_in_place(s, r);
+    }
+}
+
+/// Redacts every free-text field of a failure. Signatures were computed
+/// from masked text and are unaffected.
+fn redact_failure(f: &mut Failure, r: &Redactor) {
+    redact_in_place(&mut f.message, r);
+    redact_opt(&mut f.test_id, r);
+    redact_opt(&mut f.exception_type, r);
+    for fr in &mut f.frames {
+        redact_opt(&mut fr.file, r);
+        redact_opt(&mut fr.function, r);
+    }
+    for c in &mut f.causes {
+        redact_in_place(&mut c.message, r);
+        redact_opt(&mut c.exception_type, r);
+        for fr in &mut c.frames {
+            redact_opt(&mut fr.file, r);
+            redact_opt(&mut fr.function, r);
+        }
+    }
+    for (k, v) in f.context.iter_mut() {
+        if redact::is_sensitive_key(k) {
+            *v = r.pseudonym(SecretKind::Secret, v);
+        } else {
+            redact_in_place(v, r);
+        }
+    }
+    if let Some(region) = &mut f.region {
+        redact_in_place(&mut region.excerpt, r);
+        redact_opt(&mut region.step, r);
+    }
+}

@@ -1,0 +1,47 @@
+//! The crate's error type. Parsing never fails (partial results are data);
+//! errors come from configuration and from group stores.
+
+/// An ingest error. Each variant maps onto one kind of TraceLab's closed set
+/// (see [`Error::kind`]), which the services map to HTTP/gRPC/JetStream.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A caller-supplied value is unusable (empty redaction key, unknown format name).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A failure group (or other record) does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A group store could not be reached or failed.
+    #[error("group store unavailable: {0}")]
+    Unavailable(String),
+    /// A concurrent writer changed a group first (optimistic concurrency).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Reading the input failed.
+    #[error("reading input: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The kind an [`Error`] maps to, in TraceLab's closed set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    InvalidArgument,
+    NotFound,
+    Conflict,
+    Unavailable,
+}
+
+impl Error {
+    /// The closed-set kind this error maps to.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Conflict(_) => ErrorKind::Conflict,
+            Error::Unavailable(_) | Error::Io(_) => ErrorKind::Unavailable,
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,398 @@
+//! Failure groups: a pure, IO-free model of "the same failure seen again",
+//! the policy that decides when a group deserves an investigation, and a
+//! small store trait with an in-memory implementation.
+//!
+//! The model ([`FailureGroup::observe`], [`FailureGroup::resolve`],
+//! [`decide`]) holds all the logic; a store only loads and saves groups, so a
+//! PostgreSQL store (`SELECT ... FOR UPDATE`, call `observe`, `UPDATE ...
+//! WHERE version = $n`) behaves exactly like [`InMemoryGroupStore`].
+
+use crate::model::{Failure, FailureKind, Language};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+/// Commits and branches remembered per group, at most (oldest kept).
+pub const MAX_TRACKED: usize = 200;
+
+/// What makes two failures "the same": `stack:<sig>` when the failure has
+/// in-app frames, else `error:<sig>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GroupKey(pub String);
+
+impl GroupKey {
+    pub fn for_failure(f: &Failure) -> Self {
+        match &f.stack_signature {
+            Some(s) => GroupKey(format!("stack:{s}")),
+            None => GroupKey(format!("error:{}", f.error_signature)),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One sighting of a failure, with where and when it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occurrence {
+    pub key: GroupKey,
+    /// Unix time in seconds (the caller's clock; the model never reads one).
+    pub at: i64,
+    pub commit: Option<String>,
+    pub branch: Option<String>,
+    /// A one-line description (`ValueError: bad config`), redacted.
+    pub title: String,
+    pub kind: FailureKind,
+    pub language: Language,
+    pub test_id: Option<String>,
+}
+
+impl Occurrence {
+    pub fn from_failure(f: &Failure, at: i64, commit: Option<&str>, branch: Option<&str>) -> Self {
+        let first_line = f.message.lines().next().unwrap_or("");
+        let title = match &f.exception_type {
+            Some(t) if !first_line.is_empty() => format!("{t}: {first_line}"),
+            Some(t) => t.clone(),
+            None => first_line.to_owned(),
+        };
+        Occurrence {
+            key: GroupKey::for_failure(f),
+            at,
+            commit: commit.map(str::to_owned),
+            branch: branch.map(str::to_owned),
+            title: crate::input::truncate_str(&title, 200).to_owned(),
+            kind: f.kind,
+            language: f.language,
+            test_id: f.test_id.clone(),
+        }
+    }
+}
+
+/// Whether the group's failure is considered fixed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum GroupStatus {
+    Open,
+    Resolved { at: i64, commit: Option<String> },
+}
+
+/// A recorded request for an investigation of this group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvestigationMark {
+    pub requested_at: i64,
+    pub reason: Reason,
+}
+
+/// All sightings of one failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureGroup {
+    pub key: GroupKey,
+    pub title: String,
+    pub kind: FailureKind,
+    pub language: Language,
+    pub first_seen: i64,
+    pub last_seen: i64,
+    pub count: u64,
+    /// Affected commits (at most [`MAX_TRACKED`]).
+    pub commits: BTreeSet<String>,
+    /// Affected branches (at most [`MAX_TRACKED`]).
+    pub branches: BTreeSet<String>,
+    pub test_ids: BTreeSet<String>,
+    pub status: GroupStatus,
+    /// Times the group came back after being resolved.
+    pub regressions: u32,
+    pub investigation: Option<InvestigationMark>,
+    /// Incremented on every change; stores use it for optimistic concurrency.
+    pub version: u64,
+}
+
+/// What an occurrence meant for its group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Observation {
+    /// First sighting.
+    New,
+    /// Seen before, still open.
+    Recurrence,
+    /// Seen again after it was resolved.
+    Regression { resolved_at: i64, resolved_in: Option<String> },
+}
+
+fn track(set: &mut BTreeSet<String>, v: &Option<String>) {
+    if let Some(v) = v
+        && set.len() < MAX_TRACKED
+    {
+        set.insert(v.clone());
+    }
+}
+
+impl FailureGroup {
+    /// A group holding its first occurrence.
+    pub fn new(occ: &Occurrence) -> Self {
+        let mut g = FailureGroup {
+            key: occ.key.clone(),
+            title: occ.title.clone(),
+            kind: occ.kind,
+            language: occ.language,
+            first_seen: occ.at,
+            last_seen: occ.at,
+            count: 1,
+            commits: BTreeSet::new(),
+            branches: BTreeSet::new(),
+            test_ids: BTreeSet::new(),
+            status: GroupStatus::Open,
+            regressions: 0,
+            investigation: None,
+            version: 1,
+        };
+        track(&mut g.commits, &occ.commit);
+        track(&mut g.branches, &occ.branch);
+        track(&mut g.test_ids, &occ.test_id);
+        g
+    }
+
+    /// Adds an occurrence. Out-of-order occurrences (older than `last_seen`)
+    /// are counted but do not reopen a group resolved after them.
+    pub fn observe(&mut self, occ: &Occurrence) -> Observation {
+        debug_assert_eq!(occ.key, self.key);
+        self.count += 1;
+        self.version += 1;
+        self.first_seen = self.first_seen.min(occ.at);
+        self.last_seen = self.last_seen.max(occ.at);
+        track(&mut self.commits, &occ.commit);
+        track(&mut self.branches, &occ.branch);
+        track(&mut self.test_ids, &occ.test_id);
+        match self.status.clone() {
+            GroupStatus::Resolved { at, commit } if occ.at >= at => {
+                self.status = GroupStatus::Open;
+                self.regressions += 1;
+                Observation::Regression { resolved_at: at, resolved_in: commit }
+            }
+            _ => Observation::Recurrence,
+        }
+    }
+
+    /// Marks the group fixed (e.g. its test passed on the protected branch, or a reviewer said so).
+    pub fn resolve(&mut self, at: i64, commit: Option<String>) {
+        self.status = GroupStatus::Resolved { at, commit };
+        self.investigation = None;
+        self.version += 1;
+    }
+
+    /// Records that an investigation was requested.
+    pub fn mark_investigation(&mut self, at: i64, reason: Reason) {
+        self.investigation = Some(InvestigationMark { requested_at: at, reason });
+        self.version += 1;
+    }
+}
+
+/// When groups get investigated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Policy {
+    /// Branch names or prefixes ending in `*` (`main`, `release/*`).
+    pub protected_branches: Vec<String>,
+    /// Occurrences after which a group is investigated wherever it happens.
+    pub recurrence_threshold: u64,
+    /// Distinct commits a recurrence must span (one commit re-run N times is flakiness evidence, not recurrence).
+    pub recurrence_min_commits: usize,
+    /// Seconds after which a group whose investigation was requested may be requested again.
+    pub reinvestigate_after: i64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            protected_branches: vec!["main".into(), "master".into(), "release/*".into()],
+            recurrence_threshold: 3,
+            recurrence_min_commits: 2,
+            reinvestigate_after: 7 * 24 * 3600,
+        }
+    }
+}
+
+impl Policy {
+    pub fn is_protected(&self, branch: Option<&str>) -> bool {
+        let Some(b) = branch else { return false };
+        self.protected_branches.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => b.starts_with(prefix),
+            None => b == p,
+        })
+    }
+}
+
+/// How the decision was asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Trigger {
+    /// An occurrence arrived.
+    Automatic,
+    /// Someone asked (CLI, API).
+    Manual { requested_by: String },
+}
+
+/// Why a group is investigated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reason {
+    NewOnProtectedBranch { branch: String },
+    Regression,
+    Recurrence { count: u64, commits: usize },
+    Manual { requested_by: String },
+}
+
+/// Why it is not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SkipReason {
+    /// New, but only on an unprotected branch (a work-in-progress PR).
+    NotProtectedBranch,
+    /// An investigation was already requested recently.
+    AlreadyRequested { at: i64 },
+    /// Seen, but not often enough yet.
+    BelowThreshold { count: u64, commits: usize },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Investigate { reason: Reason },
+    Skip { reason: SkipReason },
+}
+
+impl Decision {
+    pub fn should_investigate(&self) -> bool {
+        matches!(self, Decision::Investigate { .. })
+    }
+}
+
+/// Decides whether `group` (already updated with the occurrence) needs an investigation.
+pub fn decide(policy: &Policy, group: &FailureGroup, observation: &Observation, occ: &Occurrence, trigger: &Trigger, now: i64) -> Decision {
+    if let Trigger::Manual { requested_by } = trigger {
+        return Decision::Investigate { reason: Reason::Manual { requested_by: requested_by.clone() } };
+    }
+    if let Some(mark) = &group.investigation
+        && now - mark.requested_at < policy.reinvestigate_after
+        && !matches!(observation, Observation::Regression { .. })
+    {
+        return Decision::Skip { reason: SkipReason::AlreadyRequested { at: mark.requested_at } };
+    }
+    let protected = policy.is_protected(occ.branch.as_deref());
+    match observation {
+        Observation::Regression { .. } if protected || occ.branch.is_none() => {
+            return Decision::Investigate { reason: Reason::Regression };
+        }
+        Observation::New if protected => {
+            return Decision::Investigate {
+                reason: Reason::NewOnProtectedBranch { branch: occ.branch.clone().unwrap_or_default() },
+            };
+        }
+        _ => {}
+    }
+    let commits = group.commits.len();
+    if group.count >= policy.recurrence_threshold && commits >= policy.recurrence_min_commits {
+        return Decision::Investigate { reason: Reason::Recurrence { count: group.count, commits } };
+    }
+    if matches!(observation, Observation::New) && !protected {
+        return Decision::Skip { reason: SkipReason::NotProtectedBranch };
+    }
+    Decision::Skip { reason: SkipReason::BelowThreshold { count: group.count, commits } }
+}
+
+/// Persistence for groups. Implementations keep the model's semantics by
+/// calling [`FailureGroup::observe`]/[`FailureGroup::resolve`] under a lock
+/// or transaction.
+#[async_trait::async_trait]
+pub trait GroupStore: Send + Sync {
+    /// Adds an occurrence to its group (creating it) and says what it meant.
+    async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)>;
+    async fn get(&self, key: &GroupKey) -> Result<Option<FailureGroup>>;
+    /// Marks a group fixed.
+    async fn resolve(&self, key: &GroupKey, at: i64, commit: Option<String>) -> Result<FailureGroup>;
+    /// Records that an investigation was requested.
+    async fn mark_investigation(&self, key: &GroupKey, at: i64, reason: Reason) -> Result<FailureGroup>;
+    /// Groups ordered by last sighting, newest first.
+    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>>;
+}
+
+/// A [`GroupStore`] in process memory (the embedded mode and tests).
+#[derive(Debug, Default)]
+pub struct InMemoryGroupStore {
+    groups: Mutex<HashMap<GroupKey, FailureGroup>>,
+}
+
+impl InMemoryGroupStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<GroupKey, FailureGroup>) -> Result<T>) -> Result<T> {
+        let mut g = self.groups.lock().map_err(|_| Error::Unavailable("group store lock poisoned".into()))?;
+        f(&mut g)
+    }
+}
+
+#[async_trait::async_trait]
+impl GroupStore for InMemoryGroupStore {
+    async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)> {
+        self.with(|groups| {
+            Ok(match groups.get_mut(&occ.key) {
+                Some(g) => {
+                    let obs = g.observe(occ);
+                    (g.clone(), obs)
+                }
+                None => {
+                    let g = FailureGroup::new(occ);
+                    groups.insert(occ.key.clone(), g.clone());
+                    (g, Observation::New)
+                }
+            })
+        })
+    }
+
+    async fn get(&self, key: &GroupKey) -> Result<Option<FailureGroup>> {
+        self.with(|groups| Ok(groups.get(key).cloned()))
+    }
+
+    async fn resolve(&self, key: &GroupKey, at: i64, commit: Option<String>) -> Result<FailureGroup> {
+        self.with(|groups| {
+            let g = groups.get_mut(key).ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
+            g.resolve(at, commit);
+            Ok(g.clone())
+        })
+    }
+
+    async fn mark_investigation(&self, key: &GroupKey, at: i64, reason: Reason) -> Result<FailureGroup> {
+        self.with(|groups| {
+            let g = groups.get_mut(key).ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
+            g.mark_investigation(at, reason);
+            Ok(g.clone())
+        })
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
+        self.with(|groups| {
+            let mut v: Vec<FailureGroup> = groups.values().cloned().collect();
+            v.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then_with(|| a.key.cmp(&b.key)));
+            v.truncate(limit);
+            Ok(v)
+        })
+    }
+}
+
+/// Records an occurrence and decides; when the decision is to investigate,
+/// the request is recorded too, so the next occurrence does not trigger again.
+/// This is the one call an intake service makes per failure.
+pub async fn triage(store: &dyn GroupStore, policy: &Policy, occ: &Occurrence, trigger: &Trigger, now: i64) -> Result<(FailureGroup, Observation, Decision)> {
+    let (mut group, obs) = store.record(occ).await?;
+    let decision = decide(policy, &group, &obs, occ, trigger, now);
+    if let Decision::Investigate { reason } = &decision {
+        group = store.mark_investigation(&group.key, now, reason.clone()).await?;
+    }
+    Ok((group, obs, decision))
+}

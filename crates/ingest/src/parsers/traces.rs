@@ -1,0 +1,665 @@
+//! Stack-trace recognisers for Python, Java/Kotlin, JavaScript/Node, Go and
+//! Rust, and a scanner that finds them anywhere in text.
+//!
+//! Each recogniser looks at line `i` and either declines cheaply or returns
+//! the failure it read and the index of the first line after it. Frames are
+//! returned innermost LAST (Java, JS, Go and Rust print innermost first, so
+//! they are reversed). Frames are raw here; `pipeline` normalises them.
+
+use crate::model::{Cause, Failure, FailureKind, Frame, Language};
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// Lines of message kept after an exception header, at most.
+const MAX_MESSAGE_LINES: usize = 30;
+
+fn frame(file: Option<&str>, function: Option<&str>, line: Option<u32>) -> Frame {
+    Frame {
+        file: file.filter(|f| !f.is_empty()).map(str::to_owned),
+        function: function.filter(|f| !f.is_empty()).map(str::to_owned),
+        line,
+        in_app: false,
+    }
+}
+
+/// Finds every stack trace in `lines`; `base` is the 1-based number of `lines[0]`.
+pub(crate) fn scan(lines: &[&str], base: usize, max: usize) -> Vec<Failure> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() && out.len() < max {
+        match try_at(lines, i) {
+            Some((mut f, next)) => {
+                f.line = Some(base + i);
+                out.push(f);
+                i = next.max(i + 1);
+            }
+            None => i += 1,
+        }
+    }
+    out
+}
+
+/// Tries every recogniser at line `i`.
+pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
+    let line = lines[i];
+    if line.contains("Traceback (most recent call last):") {
+        return python(lines, i);
+    }
+    if line.starts_with("thread '") || line.starts_with("thread '<unnamed>'") {
+        return rust_panic(lines, i);
+    }
+    if line.starts_with("panic: ") || line.starts_with("fatal error: ") || GO_SIGNAL.is_match(line) {
+        return go_panic(lines, i);
+    }
+    if line.starts_with("Error: ") && let Some(r) = rust_error(lines, i) {
+        return Some(r);
+    }
+    // Java and JS headers are only worth a regex when a frame follows soon.
+    let frame_follows = lines[i + 1..].iter().take(MAX_MESSAGE_LINES).any(|l| l.trim_start().starts_with("at "));
+    if frame_follows && !line.trim_start().starts_with("at ") {
+        if let Some(r) = java(lines, i) {
+            return Some(r);
+        }
+        if let Some(r) = javascript(lines, i) {
+            return Some(r);
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------- Python
+
+static PY_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"^\s*File "([^"]*)", line (\d+)(?:, in (.+))?$"#).unwrap());
+static PY_EXC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::\s?(.*))?$").unwrap()
+});
+const PY_CONTEXT: &str = "During handling of the above exception, another exception occurred:";
+const PY_CAUSE: &str = "The above exception was the direct cause of the following exception:";
+
+struct Exc {
+    relation: String,
+    exception_type: Option<String>,
+    message: String,
+    frames: Vec<Frame>,
+}
+
+fn strip<'a>(line: &'a str, prefix: &str) -> &'a str {
+    line.strip_prefix(prefix).unwrap_or(line)
+}
+
+fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let pos = lines[start].find("Traceback (most recent call last):")?;
+    // A log prefix (`app_1 | `, `2024-01-01 ERROR `) repeated on every line is removed.
+    let prefix: String = {
+        let p = &lines[start][..pos];
+        if p.trim().is_empty() { p.to_owned() } else if lines.get(start + 1).is_some_and(|l| l.starts_with(p)) { p.to_owned() } else { String::new() }
+    };
+    let mut chain: Vec<Exc> = Vec::new();
+    let mut relation = String::new();
+    let mut i = start;
+    loop {
+        // At a "Traceback" line.
+        i += 1;
+        let mut frames = Vec::new();
+        while i < lines.len() {
+            let l = strip(lines[i], &prefix);
+            if let Some(c) = PY_FRAME.captures(l) {
+                frames.push(frame(Some(&c[1]), c.get(3).map(|m| m.as_str()), c[2].parse().ok()));
+                i += 1;
+            } else if l.starts_with(' ') || l.starts_with('\t') {
+                // Source line, caret line, `[Previous line repeated N more times]`.
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let (exception_type, mut message) = match lines.get(i).map(|l| strip(l, &prefix)) {
+            Some(l) if !l.trim().is_empty() => {
+                i += 1;
+                match PY_EXC.captures(l) {
+                    Some(c) => (Some(c[1].to_owned()), c.get(2).map_or(String::new(), |m| m.as_str().to_owned())),
+                    None => (None, l.to_owned()),
+                }
+            }
+            _ => (None, String::new()),
+        };
+        // Multi-line messages end at a blank line or the next traceback.
+        let mut extra = 0;
+        while i < lines.len() && extra < MAX_MESSAGE_LINES {
+            let l = strip(lines[i], &prefix);
+            if l.trim().is_empty() || l.contains("Traceback (most recent call last):") || l == PY_CONTEXT || l == PY_CAUSE {
+                break;
+            }
+            // The next log record usually starts with a timestamp or level; stop there.
+            if LOG_RECORD_START.is_match(l) {
+                break;
+            }
+            message.push('\n');
+            message.push_str(l);
+            i += 1;
+            extra += 1;
+        }
+        chain.push(Exc { relation: std::mem::take(&mut relation), exception_type, message, frames });
+        // Chained exception?
+        let mut j = i;
+        while j < lines.len() && strip(lines[j], &prefix).trim().is_empty() && j < i + 3 {
+            j += 1;
+        }
+        let marker = lines.get(j).map(|l| strip(l, &prefix).trim());
+        let rel = match marker {
+            Some(PY_CONTEXT) => "context",
+            Some(PY_CAUSE) => "cause",
+            _ => break,
+        };
+        let mut k = j + 1;
+        while k < lines.len() && strip(lines[k], &prefix).trim().is_empty() && k < j + 3 {
+            k += 1;
+        }
+        if !lines.get(k).is_some_and(|l| l.contains("Traceback (most recent call last):")) {
+            break;
+        }
+        relation = rel.to_owned();
+        i = k;
+    }
+    // Python prints the chain oldest first; the last one is what was raised.
+    let mut primary = chain.pop()?;
+    let mut f = Failure::new(FailureKind::Exception, Language::Python);
+    f.exception_type = primary.exception_type.take();
+    f.message = primary.message;
+    f.frames = primary.frames;
+    // Relations describe how each older exception relates to the newer one.
+    let mut rel_to_newer = primary.relation;
+    for e in chain.into_iter().rev() {
+        f.causes.push(Cause { relation: rel_to_newer, exception_type: e.exception_type, message: e.message, frames: e.frames });
+        rel_to_newer = e.relation;
+    }
+    Some((f, i))
+}
+
+static LOG_RECORD_START: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b)").unwrap()
+});
+
+// ---------------------------------------------------------------- Java / Kotlin
+
+static JAVA_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"^\s*(?:Exception in thread "[^"]*"\s+|Caused by:\s+|Suppressed:\s+|\[CIRCULAR REFERENCE:\s*)?((?:[a-zA-Z_$][\w$]*\.)+[a-zA-Z_$][\w$]*)(?::\s?(.*))?$"#,
+    )
+    .unwrap()
+});
+static JAVA_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*at\s+([\w$.<>@/\[\]-]+?)\(([^()]*)\)(?:\s*~?\[[^\]]*\])?\s*$").unwrap()
+});
+static JAVA_MORE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*\.\.\. \d+ (?:more|common frames omitted)\s*$").unwrap());
+
+fn java_frame(line: &str) -> Option<Frame> {
+    let c = JAVA_FRAME.captures(line)?;
+    let full = &c[1];
+    // `java.base/java.lang.Thread.run`, `app//com.acme.X.y`, `java.base@17/...`.
+    let func = full.rsplit('/').next().unwrap_or(full);
+    if !func.contains('.') {
+        return None;
+    }
+    let loc = &c[2];
+    let (file_name, line) = match loc.rsplit_once(':') {
+        Some((f, l)) => (Some(f), l.trim().parse().ok()),
+        None if loc.ends_with(".java") || loc.ends_with(".kt") || loc.ends_with(".scala") || loc.ends_with(".groovy") => {
+            (Some(loc), None)
+        }
+        None => (None, None),
+    };
+    // The class's package gives the path: com.acme.Foo$Inner -> com/acme/Foo.java.
+    let class = func.rsplit_once('.').map_or(func, |(c, _)| c);
+    let package: Vec<&str> = class.split('.').take_while(|s| s.chars().next().is_some_and(|ch| ch.is_ascii_lowercase())).collect();
+    let file = file_name.map(|name| {
+        if package.is_empty() || package.len() == class.split('.').count() { name.to_owned() } else { format!("{}/{}", package.join("/"), name) }
+    });
+    Some(frame(file.as_deref(), Some(func), line))
+}
+
+fn java_header(line: &str) -> Option<(String, String)> {
+    let c = JAVA_HEADER.captures(line)?;
+    let ty = c[1].to_owned();
+    // A dotted name whose last part is not capitalised is a path or a call, not a class.
+    let last = ty.rsplit('.').next().unwrap_or("");
+    if !last.chars().next().is_some_and(|ch| ch.is_ascii_uppercase()) {
+        return None;
+    }
+    Some((ty, c.get(2).map_or(String::new(), |m| m.as_str().to_owned())))
+}
+
+fn java(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let (ty, msg) = java_header(lines[start])?;
+    let mut i = start + 1;
+    let mut message = msg;
+    // Message lines up to the first frame.
+    let mut extra = 0;
+    while i < lines.len() && java_frame(lines[i]).is_none() {
+        if extra >= MAX_MESSAGE_LINES || JS_FRAME.is_match(lines[i]) {
+            return None;
+        }
+        message.push('\n');
+        message.push_str(lines[i]);
+        i += 1;
+        extra += 1;
+    }
+    if i >= lines.len() {
+        return None;
+    }
+    let mut chain = vec![Exc { relation: String::new(), exception_type: Some(ty), message, frames: Vec::new() }];
+    while i < lines.len() {
+        let l = lines[i];
+        if let Some(fr) = java_frame(l) {
+            chain.last_mut().expect("chain starts non-empty").frames.push(fr);
+            i += 1;
+        } else if JAVA_MORE.is_match(l) {
+            i += 1;
+        } else if let Some(rest) = l.trim_start().strip_prefix("Caused by:").or_else(|| l.trim_start().strip_prefix("Suppressed:")) {
+            let relation = if l.trim_start().starts_with("Caused") { "cause" } else { "suppressed" };
+            let (t, m) = java_header(rest.trim_start()).unwrap_or((String::new(), rest.trim().to_owned()));
+            let mut message = m;
+            i += 1;
+            let mut extra = 0;
+            while i < lines.len() && java_frame(lines[i]).is_none() && !JAVA_MORE.is_match(lines[i]) && extra < MAX_MESSAGE_LINES {
+                let t = lines[i].trim_start();
+                if t.starts_with("Caused by:") || t.starts_with("Suppressed:") || t.is_empty() {
+                    break;
+                }
+                message.push('\n');
+                message.push_str(lines[i]);
+                i += 1;
+                extra += 1;
+            }
+            chain.push(Exc {
+                relation: relation.into(),
+                exception_type: (!t.is_empty()).then_some(t),
+                message,
+                frames: Vec::new(),
+            });
+        } else {
+            break;
+        }
+    }
+    let mut chain = chain.into_iter();
+    let first = chain.next()?;
+    let mut f = Failure::new(FailureKind::Exception, Language::Java);
+    f.exception_type = first.exception_type;
+    f.message = first.message;
+    f.frames = first.frames.into_iter().rev().collect();
+    for e in chain {
+        f.causes.push(Cause {
+            relation: e.relation,
+            exception_type: e.exception_type,
+            message: e.message,
+            frames: e.frames.into_iter().rev().collect(),
+        });
+    }
+    Some((f, i))
+}
+
+// ---------------------------------------------------------------- JavaScript / Node
+
+static JS_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:Uncaught\s+)?(?:\[\w+\]:\s+)?([A-Z][\w$.]*|[a-z][\w$]*Error)(?:\s\[([A-Z0-9_]+)\])?(?::\s?(.*))?$").unwrap()
+});
+pub(crate) static JS_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*at (?:(.+?) \((.+)\)|((?:[a-zA-Z]+:)?[^\s()]+:\d+(?::\d+)?))\s*$").unwrap()
+});
+
+/// Parses one `    at fn (file:line:col)` line.
+pub(crate) fn js_frame(line: &str) -> Option<Frame> {
+    let c = JS_FRAME.captures(line)?;
+    let (func, loc) = match (c.get(1), c.get(2), c.get(3)) {
+        (Some(f), Some(l), _) => (Some(f.as_str()), l.as_str()),
+        (_, _, Some(l)) => (None, l.as_str()),
+        _ => return None,
+    };
+    let (file, line_no) = split_js_location(loc);
+    if file.is_none() && func.is_none() {
+        return None;
+    }
+    Some(frame(file, func.or(Some("<anonymous>")), line_no))
+}
+
+fn split_js_location(loc: &str) -> (Option<&str>, Option<u32>) {
+    let loc = loc.trim();
+    if loc == "<anonymous>" || loc == "native" || loc.starts_with("index ") {
+        return (Some(loc).filter(|l| *l == "<anonymous>"), None);
+    }
+    let mut parts = loc.rsplitn(3, ':');
+    let a = parts.next();
+    let b = parts.next();
+    let c = parts.next();
+    match (a, b, c) {
+        (Some(col), Some(line), Some(file)) if col.parse::<u32>().is_ok() && line.parse::<u32>().is_ok() => {
+            (Some(file), line.parse().ok())
+        }
+        (Some(line), Some(_), _) if line.parse::<u32>().is_ok() => {
+            let file = &loc[..loc.len() - line.len() - 1];
+            (Some(file), line.parse().ok())
+        }
+        _ => (Some(loc), None),
+    }
+}
+
+fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let c = JS_HEADER.captures(lines[start])?;
+    let ty = c[1].to_owned();
+    if !(ty.ends_with("Error") || ty.ends_with("Exception") || ty == "Error" || ty.contains("Rejection") || c.get(2).is_some()) {
+        return None;
+    }
+    let mut message = c.get(3).map_or(String::new(), |m| m.as_str().to_owned());
+    let mut i = start + 1;
+    let mut extra = 0;
+    while i < lines.len() && js_frame(lines[i]).is_none() {
+        if extra >= MAX_MESSAGE_LINES || java_frame(lines[i]).is_some() {
+            return None;
+        }
+        message.push('\n');
+        message.push_str(lines[i]);
+        i += 1;
+        extra += 1;
+    }
+    let mut frames = Vec::new();
+    while i < lines.len() {
+        if let Some(fr) = js_frame(lines[i]) {
+            frames.push(fr);
+            i += 1;
+        } else if lines[i].trim() == "..." || lines[i].trim_start().starts_with("... ") {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    if frames.is_empty() {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Javascript);
+    f.exception_type = Some(ty);
+    f.message = message.trim_end().to_owned();
+    if let Some(code) = c.get(2) {
+        f.context.insert("code".into(), code.as_str().to_owned());
+    }
+    frames.reverse();
+    f.frames = frames;
+    Some((f, i))
+}
+
+// ---------------------------------------------------------------- Go
+
+static GO_SIGNAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^SIG[A-Z]+: [a-z ]+$").unwrap());
+static GO_GOROUTINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^goroutine \d+(?: gp=\S+ m=\S+(?: mp=\S+)?)? \[([^\]]*)\]:$").unwrap());
+static GO_LOCATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s+(.+?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+ pc=\S+)?$").unwrap());
+
+/// `pkg.(*T).Method(0x1, {0x2, 0x3})` -> `pkg.(*T).Method`.
+fn go_strip_args(line: &str) -> &str {
+    let line = line.trim();
+    if !line.ends_with(')') {
+        return line;
+    }
+    let mut depth = 0i32;
+    for (idx, ch) in line.char_indices().rev() {
+        match ch {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &line[..idx];
+                }
+            }
+            _ => {}
+        }
+    }
+    line
+}
+
+/// Reads `function\n\tfile:line +0x..` pairs of one goroutine (innermost first).
+pub(crate) fn go_frames(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
+    let mut frames = Vec::new();
+    while i < lines.len() {
+        let l = lines[i];
+        if l.trim().is_empty() {
+            break;
+        }
+        if l.trim() == "...additional frames elided..." {
+            i += 1;
+            continue;
+        }
+        let loc = lines.get(i + 1).and_then(|n| GO_LOCATION.captures(n));
+        match loc {
+            Some(c) if !l.starts_with('\t') && !l.starts_with(' ') => {
+                // `created by` names the goroutine's creator, not a caller.
+                if !l.starts_with("created by ") {
+                    frames.push(frame(Some(&c[1]), Some(go_strip_args(l)), c[2].parse().ok()));
+                }
+                i += 2;
+            }
+            _ => break,
+        }
+    }
+    (frames, i)
+}
+
+fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let head = lines[start];
+    let (ty, msg) = if let Some(m) = head.strip_prefix("panic: ") {
+        let m = m.trim_end_matches(" [recovered]").trim_end_matches(" [recovered, repanicked]");
+        match m.strip_prefix("runtime error: ") {
+            Some(r) => ("runtime error", r.to_owned()),
+            None => ("panic", m.to_owned()),
+        }
+    } else if let Some(m) = head.strip_prefix("fatal error: ") {
+        ("fatal error", m.to_owned())
+    } else {
+        let (sig, rest) = head.split_once(": ")?;
+        (sig, rest.to_owned())
+    };
+    let ty = ty.to_owned();
+    // Find the first goroutine header within a few lines.
+    let mut i = start + 1;
+    let mut context = Vec::new();
+    while i < lines.len() && i < start + 40 && !GO_GOROUTINE.is_match(lines[i]) {
+        let l = lines[i].trim();
+        if l.starts_with("--- FAIL") || l.starts_with("FAIL") || l.starts_with("exit status") {
+            break;
+        }
+        if !l.is_empty() && !l.starts_with("panic: ") {
+            context.push(l.to_owned());
+        }
+        i += 1;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Go);
+    f.exception_type = Some(ty);
+    f.message = msg;
+    if let Some(sig) = context.iter().find(|l| l.starts_with("[signal ")) {
+        f.context.insert("signal".into(), sig.trim_matches(['[', ']']).to_owned());
+    }
+    if i >= lines.len() || !GO_GOROUTINE.is_match(lines[i]) {
+        // A panic without a goroutine dump (GOTRACEBACK=none, or cut off).
+        return Some((f, start + 1));
+    }
+    if let Some(c) = GO_GOROUTINE.captures(lines[i]) {
+        f.context.insert("goroutine_state".into(), c[1].to_owned());
+    }
+    let (frames, mut next) = go_frames(lines, i + 1);
+    f.frames = frames.into_iter().rev().collect();
+    // Further goroutines of a dump: counted, not kept (the first is the one that failed).
+    let mut goroutines = 1;
+    loop {
+        let mut j = next;
+        while j < lines.len() && lines[j].trim().is_empty() {
+            j += 1;
+        }
+        if j < lines.len() && GO_GOROUTINE.is_match(lines[j]) {
+            goroutines += 1;
+            next = go_frames(lines, j + 1).1;
+        } else {
+            break;
+        }
+    }
+    if goroutines > 1 {
+        f.context.insert("goroutines".into(), goroutines.to_string());
+    }
+    Some((f, next))
+}
+
+// ---------------------------------------------------------------- Rust
+
+static RUST_PANIC_NEW: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at (.+?):(\d+):(\d+):$").unwrap());
+static RUST_PANIC_OLD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)', (.+?):(\d+):(\d+)$").unwrap());
+static RUST_BT_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*\d+:\s+(?:0x[0-9a-f]+ - )?(.+?)\s*$").unwrap());
+static RUST_BT_AT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s+at (.+?):(\d+)(?::(\d+))?\s*$").unwrap());
+
+fn rust_backtrace(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
+    let mut frames = Vec::new();
+    while i < lines.len() {
+        if let Some(c) = RUST_BT_AT.captures(lines[i]) {
+            if let Some(last) = frames.last_mut() {
+                let last: &mut Frame = last;
+                if last.file.is_none() {
+                    last.file = Some(c[1].to_owned());
+                    last.line = c[2].parse().ok();
+                }
+            }
+            i += 1;
+        } else if let Some(c) = RUST_BT_FRAME.captures(lines[i]) {
+            frames.push(frame(None, Some(&c[1]), None));
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    frames.reverse();
+    (frames, i)
+}
+
+fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let head = lines[start];
+    let mut f = Failure::new(FailureKind::Exception, Language::Rust);
+    f.exception_type = Some("panic".into());
+    let mut i = start + 1;
+    let location;
+    if let Some(c) = RUST_PANIC_NEW.captures(head) {
+        f.context.insert("thread".into(), c[1].to_owned());
+        location = frame(Some(&c[2]), None, c[3].parse().ok());
+        let mut msg = Vec::new();
+        while i < lines.len() && msg.len() < MAX_MESSAGE_LINES {
+            let l = lines[i];
+            if l.starts_with("note: ") || l.starts_with("stack backtrace:") || l.starts_with("thread '") || l.trim().is_empty() {
+                break;
+            }
+            msg.push(l);
+            i += 1;
+        }
+        f.message = msg.join("\n");
+    } else if let Some(c) = RUST_PANIC_OLD.captures(head) {
+        f.context.insert("thread".into(), c[1].to_owned());
+        location = frame(Some(&c[3]), None, c[4].parse().ok());
+        f.message = c[2].to_owned();
+    } else {
+        return None;
+    }
+    // Notes, then maybe a backtrace.
+    while i < lines.len() && (lines[i].starts_with("note: ") || lines[i].trim().is_empty()) && i < start + MAX_MESSAGE_LINES + 4 {
+        if lines[i].trim().is_empty() && !lines.get(i + 1).is_some_and(|l| l.starts_with("stack backtrace:")) {
+            break;
+        }
+        i += 1;
+    }
+    if lines.get(i).is_some_and(|l| l.starts_with("stack backtrace:")) {
+        let (frames, next) = rust_backtrace(lines, i + 1);
+        f.frames = frames;
+        i = next;
+        if lines.get(i).is_some_and(|l| l.starts_with("note: Some details are omitted")) {
+            i += 1;
+        }
+    }
+    if f.frames.is_empty() {
+        f.frames.push(location);
+    }
+    Some((f, i))
+}
+
+static RUST_CAUSE_ITEM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s+(?:\d+: )?(.+)$").unwrap());
+
+/// `Error: msg` printed by `main` returning `Err` (anyhow/eyre), with `Caused by:`.
+fn rust_error(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let msg = lines[start].strip_prefix("Error: ")?;
+    let mut i = start + 1;
+    while i < lines.len() && lines[i].trim().is_empty() && i < start + 3 {
+        i += 1;
+    }
+    let l = lines.get(i)?;
+    if *l != "Caused by:" && *l != "Stack backtrace:" {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Rust);
+    f.exception_type = Some("Error".into());
+    f.message = msg.to_owned();
+    if *l == "Caused by:" {
+        i += 1;
+        while i < lines.len() {
+            match RUST_CAUSE_ITEM.captures(lines[i]) {
+                Some(c) => {
+                    f.causes.push(Cause { relation: "cause".into(), exception_type: None, message: c[1].to_owned(), frames: Vec::new() });
+                    i += 1;
+                }
+                None => break,
+            }
+        }
+    }
+    while i < lines.len() && lines[i].trim().is_empty() && i < start + 40 {
+        i += 1;
+    }
+    if lines.get(i).is_some_and(|l| *l == "Stack backtrace:") {
+        let (frames, next) = rust_backtrace(lines, i + 1);
+        f.frames = frames;
+        i = next;
+    }
+    Some((f, i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Failure {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut v = scan(&lines, 1, 10);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        v.remove(0)
+    }
+
+    #[test]
+    fn python_chain() {
+        let f = one("Traceback (most recent call last):\n  File \"/app/a.py\", line 3, in load\n    d[k]\nKeyError: 'x'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"/app/a.py\", line 9, in main\n    load()\nValueError: bad config\n");
+        assert_eq!(f.exception_type.as_deref(), Some("ValueError"));
+        assert_eq!(f.causes[0].exception_type.as_deref(), Some("KeyError"));
+        assert_eq!(f.causes[0].relation, "context");
+        assert_eq!(f.frames[0].function.as_deref(), Some("main"));
+    }
+
+    #[test]
+    fn go_args_are_stripped() {
+        assert_eq!(go_strip_args("main.(*S).h(0x0, {0x1, 0x2})"), "main.(*S).h");
+        assert_eq!(go_strip_args("main.main()"), "main.main");
+    }
+
+    #[test]
+    fn js_and_java_frames_do_not_mix() {
+        assert!(java_frame("    at Object.<anonymous> (/app/x.js:1:2)").is_none());
+        assert!(js_frame("\tat com.acme.A.b(A.java:3)").is_none());
+        let f = js_frame("    at async Promise.all (index 0)").unwrap();
+        assert_eq!(f.file, None);
+        let j = java_frame("\tat java.base/java.lang.Thread.run(Thread.java:1583)").unwrap();
+        assert_eq!(j.file.as_deref(), Some("java/lang/Thread.java"));
+        assert_eq!(j.function.as_deref(), Some("java.lang.Thread.run"));
+    }
+}

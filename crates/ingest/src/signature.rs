@@ -1,0 +1,122 @@
+//! Stable signatures: which failure this is, independent of line numbers,
+//! machines, checkout paths, ids and redaction.
+//!
+//! - `stack_signature`: SHA-256 over the innermost N (default 5) in-app
+//!   frames' (last two path components, function) — never line numbers.
+//! - `error_signature`: SHA-256 over the exception type and the message with
+//!   variable parts masked (numbers, ids, UUIDs, hex, paths, quoted values,
+//!   timestamps, emails, and everything the redactor detects, including its
+//!   pseudonyms) so it is the same before and after redaction.
+//!
+//! Both are 16 hex characters (64 bits): enough to avoid collisions within a
+//! repository's failure history, short enough for humans.
+
+use crate::model::Frame;
+use crate::normalize::signature_path;
+use crate::redact::mask_sensitive;
+use regex::Regex;
+use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+
+fn hash_hex(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0u8]);
+    }
+    let out = h.finalize();
+    out[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The stack signature of frames (innermost last): `None` when no frame is in-app.
+pub fn stack_signature(frames: &[Frame], n: usize) -> Option<String> {
+    let keys: Vec<String> = frames
+        .iter()
+        .rev()
+        .filter(|f| f.in_app)
+        .take(n.max(1))
+        .map(|f| {
+            let file = f.file.as_deref().map(signature_path).unwrap_or("");
+            let func = f.function.as_deref().unwrap_or("");
+            format!("{}|{}", mask_sensitive(file), mask_sensitive(func))
+        })
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    Some(hash_hex(&refs))
+}
+
+static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        // ISO-8601 and common log timestamps.
+        (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?", "<ts>"),
+        (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<ts>"),
+        (r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<id>"),
+        (r"(?i)\b0x[0-9a-f]+\b", "<hex>"),
+        (r"(?i)\b[0-9a-f]*\d[0-9a-f]*[a-f][0-9a-f]*\b|(?i)\b[0-9a-f]*[a-f][0-9a-f]*\d[0-9a-f]*\b", "<hex>"),
+        // Quoted values: a name in quotes is data, not the error's kind.
+        (r#""[^"\n]{0,200}"|'[^'\n]{0,200}'|`[^`\n]{0,200}`"#, "<q>"),
+        // Paths (Unix and Windows), URLs.
+        (r"(?i)\b[a-z][a-z0-9+.-]*://\S+", "<url>"),
+        (r"(?:[A-Za-z]:)?(?:[\\/][\w.@+-]+){2,}[\\/]?", "<path>"),
+        (r"\d+(?:\.\d+)?", "<n>"),
+        (r"\s+", " "),
+    ]
+    .into_iter()
+    .map(|(p, r)| (Regex::new(p).unwrap(), r))
+    .collect()
+});
+
+/// The message with variable parts masked, as used by [`error_signature`].
+pub fn normalize_message(message: &str) -> String {
+    let mut s = mask_sensitive(message).into_owned();
+    for (re, rep) in MASKS.iter() {
+        if let std::borrow::Cow::Owned(o) = re.replace_all(&s, *rep) {
+            s = o;
+        }
+    }
+    // Long messages: the start identifies the error; diffs and dumps follow.
+    let s = s.trim();
+    crate::input::truncate_str(s, 512).to_owned()
+}
+
+/// The error signature of an exception type and message.
+pub fn error_signature(exception_type: Option<&str>, message: &str) -> String {
+    let ty = exception_type.unwrap_or("").trim();
+    let ty = ty.strip_prefix("builtins.").unwrap_or(ty);
+    let ty = mask_sensitive(ty);
+    hash_hex(&[&ty, &normalize_message(message)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(file: &str, func: &str, line: u32, in_app: bool) -> Frame {
+        Frame { file: Some(file.into()), function: Some(func.into()), line: Some(line), in_app }
+    }
+
+    #[test]
+    fn line_numbers_do_not_matter() {
+        let a = vec![f("src/a.py", "main", 1, true), f("lib/x.py", "g", 9, false), f("src/b.py", "h", 3, true)];
+        let b = vec![f("src/a.py", "main", 10, true), f("lib/x.py", "g", 99, false), f("src/b.py", "h", 30, true)];
+        assert_eq!(stack_signature(&a, 5), stack_signature(&b, 5));
+        let c = vec![f("src/a.py", "main", 1, true), f("src/b.py", "other", 3, true)];
+        assert_ne!(stack_signature(&a, 5), stack_signature(&c, 5));
+        assert_eq!(stack_signature(&[f("x", "y", 1, false)], 5), None);
+    }
+
+    #[test]
+    fn messages_mask_variable_parts() {
+        let a = normalize_message("user 42 not found at 2024-05-01T10:00:00Z in /srv/data/users.db ('alice')");
+        let b = normalize_message("user 7 not found at 2025-01-02T11:12:13Z in /var/x/y.db ('bob')");
+        assert_eq!(a, b);
+        assert_eq!(
+            error_signature(Some("KeyError"), "mail alice@example.com id 3fa85f64-5717-4562-b3fc-2c963f66afa6"),
+            error_signature(Some("KeyError"), "mail <email:0a1b2c3d> id 00000000-5717-4562-b3fc-2c963f66afa6")
+        );
+        assert_ne!(error_signature(Some("KeyError"), "x"), error_signature(Some("ValueError"), "x"));
+    }
+}
