@@ -85,13 +85,22 @@ impl DockerConfig {
     /// Fails fast on values Docker would reject or that defeat the sandbox.
     pub fn validate(&self) -> Result<()> {
         if !(self.cpus.is_finite() && self.cpus >= 0.01) {
-            return Err(Error::invalid(format!("sandbox cpus must be at least 0.01, got {}", self.cpus)));
+            return Err(Error::invalid(format!(
+                "sandbox cpus must be at least 0.01, got {}",
+                self.cpus
+            )));
         }
         if self.memory_mib < 16 {
-            return Err(Error::invalid(format!("sandbox memory_mib must be at least 16, got {}", self.memory_mib)));
+            return Err(Error::invalid(format!(
+                "sandbox memory_mib must be at least 16, got {}",
+                self.memory_mib
+            )));
         }
         if self.pids_limit < 8 {
-            return Err(Error::invalid(format!("sandbox pids_limit must be at least 8, got {}", self.pids_limit)));
+            return Err(Error::invalid(format!(
+                "sandbox pids_limit must be at least 8, got {}",
+                self.pids_limit
+            )));
         }
         if self.tmpfs_mib == 0 || self.tmpfs_mib > self.memory_mib {
             return Err(Error::invalid(format!(
@@ -103,13 +112,17 @@ impl DockerConfig {
             return Err(Error::invalid("sandbox users must not be root (uid 0)"));
         }
         if self.user.0 == self.keeper_user.0 {
-            return Err(Error::invalid("sandbox user and keeper_user must differ (see DockerConfig::keeper_user)"));
+            return Err(Error::invalid(
+                "sandbox user and keeper_user must differ (see DockerConfig::keeper_user)",
+            ));
         }
         if self.image.trim().is_empty() {
             return Err(Error::invalid("sandbox image must not be empty"));
         }
         if self.allowlist.programs.is_empty() {
-            return Err(Error::invalid("sandbox allowlist is empty: no command could run"));
+            return Err(Error::invalid(
+                "sandbox allowlist is empty: no command could run",
+            ));
         }
         Ok(())
     }
@@ -133,11 +146,20 @@ mod tests {
         config.validate().unwrap();
         assert_eq!(config.nano_cpus(), 1_000_000_000);
         assert_eq!(config.memory_bytes(), 1024 * 1024 * 1024);
-        let root = DockerConfig { user: (0, 0), ..DockerConfig::default() };
+        let root = DockerConfig {
+            user: (0, 0),
+            ..DockerConfig::default()
+        };
         assert!(root.validate().unwrap_err().message.contains("root"));
-        let same = DockerConfig { keeper_user: (10001, 10001), ..DockerConfig::default() };
+        let same = DockerConfig {
+            keeper_user: (10001, 10001),
+            ..DockerConfig::default()
+        };
         assert!(same.validate().unwrap_err().message.contains("differ"));
-        let tmpfs = DockerConfig { tmpfs_mib: 4096, ..DockerConfig::default() };
+        let tmpfs = DockerConfig {
+            tmpfs_mib: 4096,
+            ..DockerConfig::default()
+        };
         assert!(tmpfs.validate().is_err());
     }
 }

@@ -7,7 +7,10 @@ use tracelab_domain::{Error, ErrorKind};
 pub(crate) fn docker(context: &str, error: Bollard) -> Error {
     let kind = kind_of(&error);
     let detail = match &error {
-        Bollard::DockerResponseServerError { status_code, message } => format!("{message} (HTTP {status_code})"),
+        Bollard::DockerResponseServerError {
+            status_code,
+            message,
+        } => format!("{message} (HTTP {status_code})"),
         Bollard::RequestTimeoutError => "the Docker daemon did not answer in time".to_string(),
         other => other.to_string(),
     };
@@ -40,7 +43,13 @@ fn kind_of(error: &Bollard) -> ErrorKind {
 
 /// True when Docker answered 404 (the object is gone).
 pub(crate) fn is_not_found(error: &Bollard) -> bool {
-    matches!(error, Bollard::DockerResponseServerError { status_code: 404, .. })
+    matches!(
+        error,
+        Bollard::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
 }
 
 #[cfg(test)]
@@ -49,11 +58,17 @@ mod tests {
 
     #[test]
     fn kinds_follow_the_status() {
-        let e = |status_code| Bollard::DockerResponseServerError { status_code, message: "m".into() };
+        let e = |status_code| Bollard::DockerResponseServerError {
+            status_code,
+            message: "m".into(),
+        };
         assert_eq!(docker("x", e(404)).kind, ErrorKind::NotFound);
         assert_eq!(docker("x", e(409)).kind, ErrorKind::Conflict);
         assert_eq!(docker("x", e(500)).kind, ErrorKind::Internal);
-        assert_eq!(docker("x", Bollard::RequestTimeoutError).kind, ErrorKind::Timeout);
+        assert_eq!(
+            docker("x", Bollard::RequestTimeoutError).kind,
+            ErrorKind::Timeout
+        );
         let gone = docker("ping", Bollard::SocketNotFoundError("/nope.sock".into()));
         assert_eq!(gone.kind, ErrorKind::Unavailable);
         assert!(gone.message.contains("does not answer"));

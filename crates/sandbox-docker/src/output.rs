@@ -19,7 +19,12 @@ const SLACK: usize = 4;
 
 impl Capture {
     pub(crate) fn new(limit: usize) -> Self {
-        Self { limit, head: Vec::new(), tail: VecDeque::new(), total: 0 }
+        Self {
+            limit,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+        }
     }
 
     pub(crate) fn push(&mut self, mut bytes: &[u8]) {
@@ -103,7 +108,11 @@ mod tests {
         ];
         for (chunks, limit) in cases {
             let whole = String::from_utf8(chunks.concat()).unwrap();
-            assert_eq!(captured(&chunks, limit), trim_output(&whole, limit), "limit {limit}");
+            assert_eq!(
+                captured(&chunks, limit),
+                trim_output(&whole, limit),
+                "limit {limit}"
+            );
         }
     }
 

@@ -12,7 +12,11 @@ use tracelab_domain::{Error, Result};
 /// Runs `spec` `runs` times over `sandboxes` in parallel (one command at a
 /// time per sandbox). Fails with the first sandbox error; a command that
 /// fails or is blocked is a result, not an error.
-pub async fn run_parallel<S>(sandboxes: &[S], spec: &CommandSpec, runs: usize) -> Result<Vec<CommandResult>>
+pub async fn run_parallel<S>(
+    sandboxes: &[S],
+    spec: &CommandSpec,
+    runs: usize,
+) -> Result<Vec<CommandResult>>
 where
     S: AsRef<dyn Sandbox> + Sync,
 {

@@ -12,9 +12,12 @@ use tracelab_domain::{Error, Result};
 pub fn check_patch_paths(worktree: &Path, patch_text: &str) -> Result<()> {
     let files = patch::parse(patch_text)?;
     patch::validate(&files)?;
-    let root = worktree
-        .canonicalize()
-        .map_err(|e| Error::invalid(format!("worktree {} is not usable: {e}", worktree.display())))?;
+    let root = worktree.canonicalize().map_err(|e| {
+        Error::invalid(format!(
+            "worktree {} is not usable: {e}",
+            worktree.display()
+        ))
+    })?;
     for path in patch::touched_paths(&files) {
         check_one(&root, &path)?;
     }
@@ -35,7 +38,12 @@ fn check_one(root: &Path, path: &str) -> Result<()> {
         let meta = match std::fs::symlink_metadata(&current) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-            Err(e) => return Err(Error::internal(format!("cannot inspect {}: {e}", current.display()))),
+            Err(e) => {
+                return Err(Error::internal(format!(
+                    "cannot inspect {}: {e}",
+                    current.display()
+                )));
+            }
         };
         if meta.file_type().is_symlink() {
             return Err(refuse("goes through a symlink in the worktree"));
@@ -45,13 +53,18 @@ fn check_one(root: &Path, path: &str) -> Result<()> {
             return Err(refuse("goes through something that is not a directory"));
         }
         if last && meta.is_file() && meta.nlink() > 1 {
-            return Err(refuse("is a hard-linked file (it may be shared with a path outside the worktree)"));
+            return Err(refuse(
+                "is a hard-linked file (it may be shared with a path outside the worktree)",
+            ));
         }
         deepest_existing = current.clone();
     }
-    let resolved = deepest_existing
-        .canonicalize()
-        .map_err(|e| Error::internal(format!("cannot resolve {}: {e}", deepest_existing.display())))?;
+    let resolved = deepest_existing.canonicalize().map_err(|e| {
+        Error::internal(format!(
+            "cannot resolve {}: {e}",
+            deepest_existing.display()
+        ))
+    })?;
     if !resolved.starts_with(root) {
         return Err(refuse("resolves outside the worktree"));
     }

@@ -60,15 +60,25 @@ pub struct DockerSandboxProvider {
 
 impl std::fmt::Debug for DockerSandboxProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DockerSandboxProvider").field("config", &self.config).field("image_id", &self.image_id).finish()
+        f.debug_struct("DockerSandboxProvider")
+            .field("config", &self.config)
+            .field("image_id", &self.image_id)
+            .finish()
     }
 }
 
 /// A bollard client on the configured unix socket (no TLS, no TCP).
 pub(crate) fn connect_client(config: &DockerConfig) -> Result<Docker> {
-    let socket = config.socket.to_str().ok_or_else(|| Error::invalid("docker socket path is not UTF-8"))?;
-    Docker::connect_with_unix(socket, config.api_timeout.as_secs().max(1), API_DEFAULT_VERSION)
-        .map_err(|e| docker_error("connect", e))
+    let socket = config
+        .socket
+        .to_str()
+        .ok_or_else(|| Error::invalid("docker socket path is not UTF-8"))?;
+    Docker::connect_with_unix(
+        socket,
+        config.api_timeout.as_secs().max(1),
+        API_DEFAULT_VERSION,
+    )
+    .map_err(|e| docker_error("connect", e))
 }
 
 impl DockerSandboxProvider {
@@ -77,10 +87,17 @@ impl DockerSandboxProvider {
     /// `Unavailable` when no daemon answers; `NotFound` when the image is missing.
     pub async fn connect(config: DockerConfig) -> Result<Self> {
         config.validate()?;
-        let docker = connect_client(&config)?.negotiate_version().await.map_err(|e| docker_error("version", e))?;
+        let docker = connect_client(&config)?
+            .negotiate_version()
+            .await
+            .map_err(|e| docker_error("version", e))?;
         let image_id = image_id(&docker, &config.image).await?;
         tracing::info!(image = %config.image, %image_id, "docker sandboxes ready");
-        Ok(Self { docker, config: Arc::new(config), image_id })
+        Ok(Self {
+            docker,
+            config: Arc::new(config),
+            image_id,
+        })
     }
 
     pub fn config(&self) -> &DockerConfig {
@@ -106,15 +123,29 @@ impl DockerSandboxProvider {
         let packed = tokio::task::spawn_blocking(move || recipe::pack(&root))
             .await
             .map_err(|e| Error::internal(format!("packing the recipe context failed: {e}")))?
-            .map_err(|e| Error::invalid(format!("cannot pack recipe context {}: {e}", context.display())))?;
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "cannot pack recipe context {}: {e}",
+                    context.display()
+                ))
+            })?;
         let tag = recipe::tag(&packed, dockerfile, &self.image_id);
         let image_id = match self.docker.inspect_image(&tag).await {
-            Ok(found) => found.id.ok_or_else(|| Error::internal("docker returned an image without id"))?,
+            Ok(found) => found
+                .id
+                .ok_or_else(|| Error::internal("docker returned an image without id"))?,
             Err(error) if is_not_found(&error) => self.build(&tag, dockerfile, packed.tar).await?,
             Err(error) => return Err(docker_error("inspect image", error)),
         };
-        let config = DockerConfig { image: tag, ..(*self.config).clone() };
-        Ok(Self { docker: self.docker.clone(), config: Arc::new(config), image_id })
+        let config = DockerConfig {
+            image: tag,
+            ..(*self.config).clone()
+        };
+        Ok(Self {
+            docker: self.docker.clone(),
+            config: Arc::new(config),
+            image_id,
+        })
     }
 
     async fn build(&self, tag: &str, dockerfile: &str, tar: Vec<u8>) -> Result<String> {
@@ -126,10 +157,15 @@ impl DockerSandboxProvider {
             forcerm: true,
             pull: None,
             networkmode: Some("none".to_string()),
-            labels: Some(HashMap::from([(LABEL_MANAGED.to_string(), "true".to_string())])),
+            labels: Some(HashMap::from([(
+                LABEL_MANAGED.to_string(),
+                "true".to_string(),
+            )])),
             ..Default::default()
         };
-        let mut stream = self.docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+        let mut stream =
+            self.docker
+                .build_image(options, None, Some(bollard::body_full(tar.into())));
         let mut log: Vec<String> = Vec::new();
         while let Some(item) = stream.next().await {
             let info = item.map_err(|e| match e {
@@ -139,7 +175,14 @@ impl DockerSandboxProvider {
                 other => docker_error("build image", other),
             })?;
             if let Some(detail) = info.error_detail {
-                let tail = log.iter().rev().take(20).rev().cloned().collect::<Vec<_>>().join("");
+                let tail = log
+                    .iter()
+                    .rev()
+                    .take(20)
+                    .rev()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("");
                 return Err(Error::invalid(format!(
                     "recipe build failed: {}\n{tail}",
                     detail.message.unwrap_or_default()
@@ -149,31 +192,51 @@ impl DockerSandboxProvider {
                 log.push(line);
             }
         }
-        let built = self.docker.inspect_image(tag).await.map_err(|e| docker_error("inspect built image", e))?;
-        built.id.ok_or_else(|| Error::internal("docker returned an image without id"))
+        let built = self
+            .docker
+            .inspect_image(tag)
+            .await
+            .map_err(|e| docker_error("inspect built image", e))?;
+        built
+            .id
+            .ok_or_else(|| Error::internal("docker returned an image without id"))
     }
 
     /// Opens a sandbox and returns the concrete type (for [`crate::run_parallel`]
     /// or diagnostics); [`SandboxProvider::open`] boxes it.
     pub async fn open_docker(&self, worktree: &Path, label: &str) -> Result<DockerSandbox> {
-        let worktree = worktree
-            .canonicalize()
-            .map_err(|e| Error::invalid(format!("worktree {} is not usable: {e}", worktree.display())))?;
+        let worktree = worktree.canonicalize().map_err(|e| {
+            Error::invalid(format!(
+                "worktree {} is not usable: {e}",
+                worktree.display()
+            ))
+        })?;
         if !worktree.is_dir() {
-            return Err(Error::invalid(format!("worktree {} is not a directory", worktree.display())));
+            return Err(Error::invalid(format!(
+                "worktree {} is not a directory",
+                worktree.display()
+            )));
         }
         if self.config.ownership != Ownership::Leave {
             let (root, (uid, gid)) = (worktree.clone(), self.config.user);
             tokio::task::spawn_blocking(move || ownership::hand_over(&root, uid, gid))
                 .await
                 .map_err(|e| Error::internal(format!("worktree ownership task failed: {e}")))?
-                .map_err(|e| Error::internal(format!("cannot hand the worktree to uid {uid}: {e}")))?;
+                .map_err(|e| {
+                    Error::internal(format!("cannot hand the worktree to uid {uid}: {e}"))
+                })?;
         }
         let body = self.container_body(&worktree, label);
         let name = container_name(label);
         let created = self
             .docker
-            .create_container(Some(CreateContainerOptions { name: Some(name), platform: String::new() }), body)
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(name),
+                    platform: String::new(),
+                }),
+                body,
+            )
             .await
             .map_err(|e| docker_error("create container", e))?;
         tracing::debug!(container = %created.id, %label, worktree = %worktree.display(), "sandbox container created");
@@ -232,7 +295,11 @@ impl DockerSandboxProvider {
             memory: Some(config.memory_bytes()),
             memory_swap: Some(config.memory_bytes()),
             pids_limit: Some(config.pids_limit),
-            ulimits: Some(vec![ResourcesUlimits { name: Some("core".to_string()), soft: Some(0), hard: Some(0) }]),
+            ulimits: Some(vec![ResourcesUlimits {
+                name: Some("core".to_string()),
+                soft: Some(0),
+                hard: Some(0),
+            }]),
             ..Default::default()
         };
         let (keeper_uid, keeper_gid) = config.keeper_user;
@@ -253,8 +320,16 @@ impl DockerSandboxProvider {
     /// Managed containers, optionally only those whose label starts with `prefix`.
     pub async fn managed_containers(&self, prefix: Option<&str>) -> Result<Vec<ManagedContainer>> {
         let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_MANAGED}=true")])]);
-        let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
-        let listed = self.docker.list_containers(Some(options)).await.map_err(|e| docker_error("list containers", e))?;
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(filters),
+            ..Default::default()
+        };
+        let listed = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| docker_error("list containers", e))?;
         Ok(listed
             .into_iter()
             .filter_map(|c| {
@@ -284,8 +359,16 @@ impl DockerSandboxProvider {
             if scope == Reap::Orphans && container.owner_pid.is_some_and(process_alive) {
                 continue;
             }
-            let options = RemoveContainerOptions { force: true, v: true, link: false };
-            match self.docker.remove_container(&container.id, Some(options)).await {
+            let options = RemoveContainerOptions {
+                force: true,
+                v: true,
+                link: false,
+            };
+            match self
+                .docker
+                .remove_container(&container.id, Some(options))
+                .await
+            {
                 Ok(()) => removed += 1,
                 Err(error) if is_not_found(&error) => {}
                 Err(error) => return Err(docker_error("remove container", error)),
@@ -303,10 +386,14 @@ fn process_alive(pid: u32) -> bool {
 
 async fn image_id(docker: &Docker, image: &str) -> Result<String> {
     match docker.inspect_image(image).await {
-        Ok(found) => found.id.ok_or_else(|| Error::internal(format!("docker returned image {image} without id"))),
+        Ok(found) => found
+            .id
+            .ok_or_else(|| Error::internal(format!("docker returned image {image} without id"))),
         Err(error) if is_not_found(&error) => Err(Error::new(
             ErrorKind::NotFound,
-            format!("sandbox image {image} is missing; build it with deploy/sandbox/build-base-image.sh (images cannot be pulled)"),
+            format!(
+                "sandbox image {image} is missing; build it with deploy/sandbox/build-base-image.sh (images cannot be pulled)"
+            ),
         )),
         Err(error) => Err(docker_error("inspect image", error)),
     }
@@ -316,10 +403,19 @@ async fn image_id(docker: &Docker, image: &str) -> Result<String> {
 fn container_name(label: &str) -> String {
     let clean: String = label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(40)
         .collect();
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
     format!("tracelab-{clean}-{:x}-{nanos:x}", std::process::id())
 }
 
@@ -342,6 +438,9 @@ mod tests {
     fn container_names_are_valid() {
         let name = container_name("inv 42/h1");
         assert!(name.starts_with("tracelab-inv-42-h1-"));
-        assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)));
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        );
     }
 }

@@ -21,8 +21,14 @@ pub(crate) struct Context {
 /// Checks that `dockerfile` is a relative path inside the context.
 pub(crate) fn check_dockerfile_path(dockerfile: &str) -> Result<()> {
     let path = Path::new(dockerfile);
-    if dockerfile.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err(Error::invalid(format!("recipe Dockerfile {dockerfile:?} must be a relative path inside the context")));
+    if dockerfile.is_empty()
+        || !path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(Error::invalid(format!(
+            "recipe Dockerfile {dockerfile:?} must be a relative path inside the context"
+        )));
     }
     Ok(())
 }
@@ -87,7 +93,9 @@ pub(crate) fn check_from(dockerfile: &str, allowed: &[&str]) -> Result<()> {
         }
         froms += 1;
         let mut words = words.skip_while(|w| w.starts_with("--"));
-        let image = words.next().ok_or_else(|| Error::invalid("recipe has a FROM without an image"))?;
+        let image = words
+            .next()
+            .ok_or_else(|| Error::invalid("recipe has a FROM without an image"))?;
         let known = allowed.contains(&image)
             || image.eq_ignore_ascii_case("scratch")
             || stages.iter().any(|s| s.eq_ignore_ascii_case(image));
@@ -151,7 +159,10 @@ mod tests {
         let refused = |text: &str| check_from(text, &BASE).unwrap_err().message;
         assert!(refused("FROM python:3.12\n").contains("refused"));
         assert!(refused("ARG B=x\nFROM $B\n").contains("refused"));
-        assert!(refused("FROM tracelab-sandbox-base:bookworm AS a\nFROM \\\n  debian\n").contains("\"debian\""));
+        assert!(
+            refused("FROM tracelab-sandbox-base:bookworm AS a\nFROM \\\n  debian\n")
+                .contains("\"debian\"")
+        );
         assert!(refused("RUN true\n").contains("no FROM"));
         assert!(check_dockerfile_path("../Dockerfile").is_err());
         assert!(check_dockerfile_path("/etc/Dockerfile").is_err());
@@ -160,9 +171,14 @@ mod tests {
 
     #[test]
     fn tags_change_with_every_input() {
-        let context = Context { tar: Vec::new(), sha256: "00".into() };
+        let context = Context {
+            tar: Vec::new(),
+            sha256: "00".into(),
+        };
         let a = tag(&context, "Dockerfile", "sha256:abc");
-        assert!(a.starts_with("tracelab-sandbox-recipe:") && a.len() == RECIPE_REPOSITORY.len() + 17);
+        assert!(
+            a.starts_with("tracelab-sandbox-recipe:") && a.len() == RECIPE_REPOSITORY.len() + 17
+        );
         assert_ne!(a, tag(&context, "Dockerfile", "sha256:abd"));
         assert_ne!(a, tag(&context, "other", "sha256:abc"));
     }

@@ -38,7 +38,10 @@ use tracelab_domain::{Error, ErrorKind, Result};
 
 /// The environment every command starts from; the spec's variables go on top.
 pub const BASE_ENV: [(&str, &str); 4] = [
-    ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+    (
+        "PATH",
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ),
     ("HOME", "/tmp"),
     ("LANG", "C.UTF-8"),
     ("TZ", "UTC"),
@@ -61,6 +64,9 @@ pub(crate) struct Inner {
     pub(crate) worktree: PathBuf,
     pub(crate) label: String,
     state: Arc<Mutex<State>>,
+    /// The exec of the command running now, so a dropped future can wait
+    /// for it to be gone.
+    current_exec: std::sync::Mutex<Option<String>>,
     closed: AtomicBool,
     removed: AtomicBool,
 }
@@ -100,11 +106,17 @@ impl DockerSandbox {
             worktree,
             label,
             state: Arc::new(Mutex::new(State::default())),
+            current_exec: std::sync::Mutex::new(None),
             closed: AtomicBool::new(false),
             removed: AtomicBool::new(false),
         });
         let sandbox = Self { inner };
-        if let Err(error) = sandbox.inner.docker.start_container(&sandbox.inner.container_id, None).await {
+        if let Err(error) = sandbox
+            .inner
+            .docker
+            .start_container(&sandbox.inner.container_id, None)
+            .await
+        {
             let error = docker_error("start container", error);
             let _ = sandbox.close().await;
             return Err(error);
@@ -132,11 +144,15 @@ impl DockerSandbox {
     fn check(&self, spec: &CommandSpec) -> Result<()> {
         self.inner.config.allowlist.check(&spec.argv)?;
         if spec.argv.iter().any(|a| a.contains('\0')) {
-            return Err(Error::invalid("command arguments must not contain NUL bytes"));
+            return Err(Error::invalid(
+                "command arguments must not contain NUL bytes",
+            ));
         }
         for (key, value) in &spec.env {
             if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
-                return Err(Error::invalid(format!("invalid environment variable {key:?}")));
+                return Err(Error::invalid(format!(
+                    "invalid environment variable {key:?}"
+                )));
             }
         }
         if spec.timeout.is_zero() {
@@ -148,7 +164,10 @@ impl DockerSandbox {
 
 /// The fixed environment with `extra` applied on top (same key replaces).
 pub fn environment(extra: &[(String, String)]) -> Vec<String> {
-    let mut env: Vec<(String, String)> = BASE_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let mut env: Vec<(String, String)> = BASE_ENV
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     for (key, value) in extra {
         match env.iter_mut().find(|(k, _)| k == key) {
             Some(slot) => slot.1 = value.clone(),
@@ -169,7 +188,10 @@ pub(crate) fn seconds(duration: Duration) -> String {
 
 /// Parses `oom_kill N` out of cgroup v2 `memory.events` or v1 `memory.oom_control`.
 pub(crate) fn parse_oom_kills(text: &str) -> Option<u64> {
-    text.lines().find_map(|line| line.strip_prefix("oom_kill ").and_then(|n| n.trim().parse().ok()))
+    text.lines().find_map(|line| {
+        line.strip_prefix("oom_kill ")
+            .and_then(|n| n.trim().parse().ok())
+    })
 }
 
 /// Recognises Docker's own report that it could not start the program.
@@ -178,13 +200,20 @@ pub(crate) fn start_failure(exit_code: i64, output: &str, program: &str) -> Opti
         return None;
     }
     let lower = output.to_ascii_lowercase();
-    Some(if lower.contains("executable file not found") || lower.contains("no such file or directory") {
-        format!("program {program:?} not found in the sandbox image")
-    } else if lower.contains("permission denied") {
-        format!("program {program:?} is not executable in the sandbox")
-    } else {
-        format!("could not start {program:?}: {}", output.lines().next().unwrap_or_default().trim())
-    })
+    Some(
+        if lower.contains("executable file not found")
+            || lower.contains("no such file or directory")
+        {
+            format!("program {program:?} not found in the sandbox image")
+        } else if lower.contains("permission denied") {
+            format!("program {program:?} is not executable in the sandbox")
+        } else {
+            format!(
+                "could not start {program:?}: {}",
+                output.lines().next().unwrap_or_default().trim()
+            )
+        },
+    )
 }
 
 /// Kills the command if its future is dropped before it finished, and keeps
@@ -201,6 +230,7 @@ impl Drop for Running {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 inner.kill_commands().await;
+                inner.wait_current_exec().await;
                 drop(lock);
             });
         }
@@ -244,18 +274,32 @@ impl Inner {
             working_dir: Some(WORKDIR.to_string()),
             ..Default::default()
         };
-        let created = match self.docker.create_exec(&self.container_id, options.clone()).await {
+        let created = match self
+            .docker
+            .create_exec(&self.container_id, options.clone())
+            .await
+        {
             Ok(created) => created,
             Err(error) if !self.closed.load(Ordering::SeqCst) && is_conflict(&error) => {
                 tracing::warn!(container = %self.container_id, "sandbox container was not running; restarting it");
                 self.restart().await?;
-                self.docker.create_exec(&self.container_id, options).await.map_err(|e| docker_error("create exec", e))?
+                self.docker
+                    .create_exec(&self.container_id, options)
+                    .await
+                    .map_err(|e| docker_error("create exec", e))?
             }
             Err(error) => return Err(self.gone_or(docker_error("create exec", error))),
         };
         let started = self
             .docker
-            .start_exec(&created.id, Some(StartExecOptions { detach: false, tty: false, output_capacity: Some(64 * 1024) }))
+            .start_exec(
+                &created.id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: false,
+                    output_capacity: Some(64 * 1024),
+                }),
+            )
             .await
             .map_err(|e| docker_error("start exec", e))?;
         Ok((created.id, started))
@@ -283,6 +327,9 @@ impl Inner {
     ) -> Result<Finished> {
         let started_at = Instant::now();
         let (exec_id, started) = self.start_exec(argv, env, uid).await?;
+        if kill_on_timeout {
+            *self.current_exec.lock().expect("current exec lock") = Some(exec_id.clone());
+        }
         let StartExecResults::Attached { mut output, input } = started else {
             return Err(Error::internal("docker started the exec detached"));
         };
@@ -307,7 +354,12 @@ impl Inner {
         }
         let duration = started_at.elapsed();
         if timed_out && !kill_on_timeout {
-            return Ok(Finished { output: capture.render(), exit_code: None, timed_out, duration });
+            return Ok(Finished {
+                output: capture.render(),
+                exit_code: None,
+                timed_out,
+                duration,
+            });
         }
         if timed_out {
             self.kill_commands().await;
@@ -325,20 +377,54 @@ impl Inner {
                     }
                 }
             }
-            return Ok(Finished { output: capture.render(), exit_code: None, timed_out, duration });
+            return Ok(Finished {
+                output: capture.render(),
+                exit_code: None,
+                timed_out,
+                duration,
+            });
         }
         drop(output);
         if let Some(error) = stream_error {
             return Err(self.gone_or(docker_error("read exec output", error)));
         }
         let exit_code = self.exit_code(&exec_id).await?;
-        Ok(Finished { output: capture.render(), exit_code, timed_out, duration })
+        Ok(Finished {
+            output: capture.render(),
+            exit_code,
+            timed_out,
+            duration,
+        })
+    }
+
+    /// After a kill: waits until the command's exec has stopped, restarting
+    /// the container when it does not stop within the grace period.
+    async fn wait_current_exec(&self) {
+        let Some(exec_id) = self.current_exec.lock().expect("current exec lock").take() else {
+            return;
+        };
+        let deadline = Instant::now() + self.config.kill_grace;
+        while Instant::now() < deadline {
+            match self.docker.inspect_exec(&exec_id).await {
+                Ok(inspect) if inspect.running == Some(true) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                _ => return,
+            }
+        }
+        if let Err(error) = self.restart().await {
+            tracing::error!(container = %self.container_id, %error, "sandbox restart failed");
+        }
     }
 
     /// Reads the exit code once the exec has stopped running.
     async fn exit_code(&self, exec_id: &str) -> Result<Option<i64>> {
         for _ in 0..100 {
-            let inspect = self.docker.inspect_exec(exec_id).await.map_err(|e| self.gone_or(docker_error("inspect exec", e)))?;
+            let inspect = self
+                .docker
+                .inspect_exec(exec_id)
+                .await
+                .map_err(|e| self.gone_or(docker_error("inspect exec", e)))?;
             if inspect.running != Some(true) {
                 return Ok(inspect.exit_code);
             }
@@ -350,9 +436,21 @@ impl Inner {
     /// A short housekeeping command as `uid`; returns its exit code and output.
     async fn housekeeping(&self, argv: &[&str], uid: u32) -> Result<(Option<i64>, String)> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        let finished = self.run(&argv, environment(&[]), uid, HOUSEKEEPING_TIMEOUT, 4096, false).await?;
+        let finished = self
+            .run(
+                &argv,
+                environment(&[]),
+                uid,
+                HOUSEKEEPING_TIMEOUT,
+                4096,
+                false,
+            )
+            .await?;
         if finished.timed_out {
-            return Err(Error::new(ErrorKind::Timeout, format!("sandbox housekeeping {argv:?} timed out")));
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                format!("sandbox housekeeping {argv:?} timed out"),
+            ));
         }
         Ok((finished.exit_code, finished.output))
     }
@@ -378,13 +476,23 @@ impl Inner {
 
     async fn restart(&self) -> Result<()> {
         self.docker
-            .restart_container(&self.container_id, Some(RestartContainerOptions { t: Some(0), signal: None }))
+            .restart_container(
+                &self.container_id,
+                Some(RestartContainerOptions {
+                    t: Some(0),
+                    signal: None,
+                }),
+            )
             .await
             .map_err(|e| self.gone_or(docker_error("restart container", e)))
     }
 
     async fn read_oom_kills(&self) -> Option<u64> {
-        let argv = ["cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"];
+        let argv = [
+            "cat",
+            "/sys/fs/cgroup/memory.events",
+            "/sys/fs/cgroup/memory/memory.oom_control",
+        ];
         match Box::pin(self.housekeeping(&argv, self.config.keeper_user.0)).await {
             Ok((_, text)) => parse_oom_kills(&text),
             Err(error) => {
@@ -399,17 +507,29 @@ impl Inner {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::conflict(format!("sandbox {} is closed", self.label)));
         }
-        let mut running = Running { inner: self.clone(), lock: Some(lock) };
+        let mut running = Running {
+            inner: self.clone(),
+            lock: Some(lock),
+        };
         if self.config.ownership == Ownership::ChownBeforeEachExec {
             let (root, (uid, gid)) = (self.worktree.clone(), self.config.user);
             tokio::task::spawn_blocking(move || ownership::hand_over(&root, uid, gid))
                 .await
                 .map_err(|e| Error::internal(format!("worktree ownership task failed: {e}")))?
-                .map_err(|e| Error::internal(format!("cannot hand the worktree to uid {uid}: {e}")))?;
+                .map_err(|e| {
+                    Error::internal(format!("cannot hand the worktree to uid {uid}: {e}"))
+                })?;
         }
-        let finished =
-            self.run(&spec.argv, environment(&spec.env), self.config.user.0, spec.timeout, spec.output_limit, true)
-                .await?;
+        let finished = self
+            .run(
+                &spec.argv,
+                environment(&spec.env),
+                self.config.user.0,
+                spec.timeout,
+                spec.output_limit,
+                true,
+            )
+            .await?;
         let program = spec.argv[0].as_str();
         let mut result = CommandResult {
             exit_code: finished.exit_code.map(|c| c as i32),
@@ -425,7 +545,10 @@ impl Inner {
         // Anything the command left behind goes before the next one starts.
         self.kill_commands().await;
         match finished.exit_code {
-            None => result.blocked = Some("exit status unavailable: the sandbox lost track of the command".into()),
+            None => {
+                result.blocked =
+                    Some("exit status unavailable: the sandbox lost track of the command".into())
+            }
             Some(code) => {
                 if let Some(reason) = start_failure(code, &result.output, program) {
                     result.exit_code = None;
@@ -453,7 +576,11 @@ impl Inner {
     }
 
     async fn container_oom_killed(&self) -> bool {
-        match self.docker.inspect_container(&self.container_id, None).await {
+        match self
+            .docker
+            .inspect_container(&self.container_id, None)
+            .await
+        {
             Ok(inspect) => inspect.state.and_then(|s| s.oom_killed).unwrap_or(false),
             Err(_) => false,
         }
@@ -464,8 +591,16 @@ impl Inner {
         if self.removed.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let options = RemoveContainerOptions { force: true, v: true, link: false };
-        match self.docker.remove_container(&self.container_id, Some(options)).await {
+        let options = RemoveContainerOptions {
+            force: true,
+            v: true,
+            link: false,
+        };
+        match self
+            .docker
+            .remove_container(&self.container_id, Some(options))
+            .await
+        {
             Ok(()) => {}
             Err(error) if is_not_found(&error) || is_removal_in_progress(&error) => {}
             Err(error) => return Err(docker_error("remove container", error)),
@@ -476,7 +611,13 @@ impl Inner {
 }
 
 fn is_conflict(error: &bollard::errors::Error) -> bool {
-    matches!(error, bollard::errors::Error::DockerResponseServerError { status_code: 409, .. })
+    matches!(
+        error,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            ..
+        }
+    )
 }
 
 fn is_removal_in_progress(error: &bollard::errors::Error) -> bool {
@@ -535,7 +676,10 @@ mod tests {
 
     #[test]
     fn environment_is_fixed_then_extended() {
-        let env = environment(&[("TZ".into(), "Europe/Paris".into()), ("SEED".into(), "1".into())]);
+        let env = environment(&[
+            ("TZ".into(), "Europe/Paris".into()),
+            ("SEED".into(), "1".into()),
+        ]);
         assert_eq!(
             env,
             [
@@ -550,15 +694,27 @@ mod tests {
 
     #[test]
     fn reads_oom_counters_of_both_cgroup_versions() {
-        assert_eq!(parse_oom_kills("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n"), Some(1));
-        assert_eq!(parse_oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 4\n"), Some(4));
-        assert_eq!(parse_oom_kills("cat: nope: No such file or directory\n"), None);
+        assert_eq!(
+            parse_oom_kills("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n"),
+            Some(1)
+        );
+        assert_eq!(
+            parse_oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 4\n"),
+            Some(4)
+        );
+        assert_eq!(
+            parse_oom_kills("cat: nope: No such file or directory\n"),
+            None
+        );
     }
 
     #[test]
     fn recognises_programs_docker_cannot_start() {
         let missing = "OCI runtime exec failed: exec failed: container_linux.go:380: starting container process caused: exec: \"cargo\": executable file not found in $PATH: unknown\r\n";
-        assert_eq!(start_failure(126, missing, "cargo").unwrap(), "program \"cargo\" not found in the sandbox image");
+        assert_eq!(
+            start_failure(126, missing, "cargo").unwrap(),
+            "program \"cargo\" not found in the sandbox image"
+        );
         assert!(start_failure(1, missing, "cargo").is_none());
         assert!(start_failure(127, "python3: can't open file", "python3").is_none());
         assert_eq!(seconds(Duration::from_secs(3)), "3 s");
