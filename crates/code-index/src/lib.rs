@@ -1,19 +1,54 @@
-//! TraceLab's code index: joins failure evidence to code.
+//! TraceLab's code index: joins failure evidence to code — stack frames to
+//! symbols, symbols to the commits and hunks that touched them, failure text
+//! to suspect files, functions and commits.
 //!
-//! Placeholder while the modules land.
+//! **Indexing** (`tracelab index`, [`index_repository`]): [`indexer`] walks a
+//! commit's tree with git2, asks the [`cache`] for each blob id and parses
+//! only unseen blobs, in parallel, with tree-sitter ([`extract`]: definitions,
+//! calls, imports, parse diagnostics). [`snapshot`] places the definitions
+//! under qualified names ([`qualify`]) and resolves call edges, import-aware
+//! where cheap. [`history`] maps each commit's hunks to the symbols they
+//! touch on both sides, and blames frame lines.
+//!
+//! **A query** (`tracelab locate`, [`locate()`]): the failure text goes to
+//! [`evidence`], which pulls out stack frames (innermost first) and maps them
+//! to repository files. [`locate::Locator`] turns frames into symbols and
+//! their call-graph neighbourhood ([`callgraph`]) — the *symbol overlap* —,
+//! measures *path proximity* to the frames, runs the text through the
+//! [`bm25`] index of symbols and commit messages ([`tokenize`] splits
+//! identifiers), optionally through an [`embed::Embedder`] and a
+//! [`vector::VectorIndex`], adds *time decay* from the revision window, and
+//! ranks with [`score`] after hard filters (language, path prefix, revision
+//! window, tests). Every result carries each component's value, weight and a
+//! human reason. [`agent`] is the code-path agent's core on top: suspects
+//! from frames plus spectrum-based fault localisation ([`sbfl`], Ochiai) when
+//! per-test coverage exists.
+//!
+//! Partial results are data: a file that does not parse still yields what
+//! was understood plus [`model::Diagnostic`]s. Errors are [`Error`], one
+//! [`ErrorKind`] each.
 
+pub mod bm25;
 pub mod cache;
+pub mod callgraph;
+pub mod embed;
 pub mod error;
+pub mod evidence;
 pub mod extract;
 pub mod history;
 pub mod indexer;
 pub mod lang;
+pub mod locate;
 pub mod model;
 pub mod qualify;
+pub mod score;
 pub mod snapshot;
+pub mod tokenize;
+pub mod vector;
 
 pub use error::{Error, ErrorKind, Result};
 pub use indexer::{IndexSummary, Indexer, default_cache_dir, index_repository};
 pub use lang::Language;
+pub use locate::{LocateOptions, Locations, Locator, locate};
 pub use model::{CallEdge, Symbol, SymbolId, SymbolKind};
 pub use snapshot::Snapshot;

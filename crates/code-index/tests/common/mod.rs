@@ -64,7 +64,7 @@ impl TestRepo {
 
     /// Stages everything and commits; returns the new commit id.
     pub fn commit(&self, message: &str) -> String {
-        self.clock.set(self.clock.get() + 3600);
+        self.clock.set(self.clock.get() + 86_400);
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", message]);
         self.git(&["rev-parse", "HEAD"])

@@ -1,0 +1,91 @@
+//! Tokens for lexical search: words split on non-identifier characters, then
+//! identifiers split on snake_case and camelCase (`parseHTTPResponse` →
+//! `parse`, `http`, `response`, plus the whole `parsehttpresponse`), lower-cased.
+
+/// Tokens shorter than this, pure numbers and a few stop words are dropped.
+const MIN_LEN: usize = 2;
+
+const STOP: &[&str] = &[
+    "the", "and", "or", "of", "to", "in", "is", "it", "at", "on", "for", "be", "by", "an", "as",
+    "if", "no", "not", "self", "this", "return", "def", "fn", "func", "function", "let", "const",
+    "var", "pub", "new", "none", "null", "true", "false", "nil", "line", "file", "py", "rs", "js",
+    "ts", "go", "java", "src", "lib",
+];
+
+/// Splits one identifier into lower-case parts.
+pub fn split_identifier(word: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for chunk in word.split(['_', '$', '-']) {
+        let chars: Vec<char> = chunk.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            let boundary = (prev.is_lowercase() && cur.is_uppercase())
+                || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
+                || (prev.is_alphabetic() && cur.is_ascii_digit())
+                || (prev.is_ascii_digit() && cur.is_alphabetic());
+            if boundary {
+                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        if start < chars.len() {
+            parts.push(chars[start..].iter().collect::<String>().to_lowercase());
+        }
+    }
+    parts
+}
+
+/// Calls `f` for each token of `text` (an identifier's parts and, when it
+/// has several, the whole identifier too).
+pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
+    let mut keep = |t: &str| {
+        if t.len() >= MIN_LEN && !t.bytes().all(|b| b.is_ascii_digit()) && !STOP.contains(&t) {
+            f(t);
+        }
+    };
+    for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
+        if word.is_empty() || word.len() > 80 {
+            continue;
+        }
+        let parts = split_identifier(word);
+        if parts.len() > 1 {
+            keep(&parts.concat());
+        }
+        for p in &parts {
+            keep(p);
+        }
+    }
+}
+
+pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_token(text, |t| out.push(t.to_string()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expected: &[&str]) {
+        assert_eq!(tokens(input), expected, "{input}");
+    }
+
+    #[test]
+    fn splits_identifiers() {
+        check(
+            "parseHTTPResponse",
+            &["parsehttpresponse", "parse", "http", "response"],
+        );
+        check(
+            "snake_case_name",
+            &["snakecasename", "snake", "case", "name"],
+        );
+        check("Cart.total()", &["cart", "total"]);
+        check("utf8Decode v2", &["utf8decode", "utf", "decode", "v2"]);
+        check("x = 42 and the", &[]);
+        check("KeyError: 'sku'", &["keyerror", "key", "error", "sku"]);
+    }
+}
