@@ -15,19 +15,23 @@ static UNITTEST: LazyLock<Regex> =
 static NEXTEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^\s+Starting \d+ tests? across \d+ binar|^\s+(?:FAIL|SIGSEGV|SIGABRT|TIMEOUT|PASS) \[\s*[\d.]+s\] ").unwrap()
 });
-static CARGO_TEST: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^running \d+ tests?$|^test result: (?:ok|FAILED)\. ").unwrap());
-static GO_TEST: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(?:=== RUN\s|\s*--- FAIL: \S+ \(|FAIL\t\S+|ok  \t\S+)").unwrap());
+static CARGO_TEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^running \d+ tests?$|^test result: (?:ok|FAILED)\. ").unwrap()
+});
+static GO_TEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^(?:=== RUN\s|\s*--- FAIL: \S+ \(|FAIL\t\S+|ok  \t\S+)").unwrap()
+});
 static JEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^\s*(?:FAIL|PASS) {1,2}\S+\.(?:[cm]?[jt]sx?)\b|^Test Suites: .*\btotal$").unwrap()
+    Regex::new(r"(?m)^\s*(?:FAIL|PASS) {1,2}\S+\.(?:[cm]?[jt]sx?)\b|^Test Suites: .*\btotal$")
+        .unwrap()
 });
 static NODE_TEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^\s*✖ .+ \([\d.]+m?s\)$|^# (?:fail|tests) \d+$|^TAP version \d+$|^ℹ fail \d+$").unwrap()
+    Regex::new(r"(?m)^\s*✖ .+ \([\d.]+m?s\)$|^# (?:fail|tests) \d+$|^TAP version \d+$|^ℹ fail \d+$")
+        .unwrap()
 });
 static BUILD_LOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?m)^(?:\S*\s)?(?:##\[(?:error|group)\]|error(?:\[E\d{4}\])?: |\[ERROR\] |FAILURE: Build failed|BUILD FAILED|npm ERR!|npm error |make(?:\[\d+\])?: \*\*\*|section_start:\d+:|ERROR: Job failed|> Task :\S+ FAILED)|^\S+?:\d+:\d+: (?:fatal )?error: |^\S+\(\d+,\d+\): error TS\d+|^\S+\.java:\d+: error: ",
+        r"(?m)^(?:\d{4}-\d{2}-\d{2}T\S+\s)?(?:##\[(?:error|group)\]|error(?:\[E\d{4}\])?: |\[ERROR\] |FAILURE: Build failed|BUILD FAILED|npm ERR!|npm error |make(?:\[\d+\])?: \*\*\*|section_start:\d+:|ERROR: Job failed|> Task :\S+ FAILED)|^\S+?:\d+:\d+: (?:fatal )?error: |^\S+\(\d+,\d+\): error TS\d+|^\S+\.java:\d+: error: ",
     )
     .unwrap()
 });
@@ -83,12 +87,19 @@ fn detect_json(text: &str) -> Option<DetectedFormat> {
     let mut objects = 0;
     let mut others = 0;
     let mut go = 0;
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()).take(20) {
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(20)
+    {
         if line.starts_with('{') && line.ends_with('}') && line.len() < 1 << 20 {
             match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line) {
                 Ok(m) => {
                     objects += 1;
-                    if m.contains_key("Action") && (m.contains_key("Package") || m.contains_key("Test")) {
+                    if m.contains_key("Action")
+                        && (m.contains_key("Package") || m.contains_key("Test"))
+                    {
                         go += 1;
                     }
                 }
@@ -102,7 +113,11 @@ fn detect_json(text: &str) -> Option<DetectedFormat> {
     if objects == 0 || objects < others {
         return None;
     }
-    Some(if go * 2 >= objects { DetectedFormat::GoTestJson } else { DetectedFormat::JsonLines })
+    Some(if go * 2 >= objects {
+        DetectedFormat::GoTestJson
+    } else {
+        DetectedFormat::JsonLines
+    })
 }
 
 #[cfg(test)]
@@ -112,12 +127,30 @@ mod tests {
     #[test]
     fn detects_formats() {
         assert_eq!(detect("  \n"), DetectedFormat::Empty);
-        assert_eq!(detect("<?xml version=\"1.0\"?>\n<testsuites>"), DetectedFormat::JunitXml);
-        assert_eq!(detect("{\"Action\":\"run\",\"Package\":\"x\"}\n"), DetectedFormat::GoTestJson);
-        assert_eq!(detect("{\"level\":\"error\",\"msg\":\"x\"}\n{\"level\":\"info\"}"), DetectedFormat::JsonLines);
-        assert_eq!(detect("running 2 tests\ntest a ... FAILED\n"), DetectedFormat::CargoTest);
-        assert_eq!(detect("=== RUN   TestX\n--- FAIL: TestX (0.00s)\n"), DetectedFormat::GoTest);
-        assert_eq!(detect("src/main.rs:1:1: error: x\n"), DetectedFormat::BuildLog);
+        assert_eq!(
+            detect("<?xml version=\"1.0\"?>\n<testsuites>"),
+            DetectedFormat::JunitXml
+        );
+        assert_eq!(
+            detect("{\"Action\":\"run\",\"Package\":\"x\"}\n"),
+            DetectedFormat::GoTestJson
+        );
+        assert_eq!(
+            detect("{\"level\":\"error\",\"msg\":\"x\"}\n{\"level\":\"info\"}"),
+            DetectedFormat::JsonLines
+        );
+        assert_eq!(
+            detect("running 2 tests\ntest a ... FAILED\n"),
+            DetectedFormat::CargoTest
+        );
+        assert_eq!(
+            detect("=== RUN   TestX\n--- FAIL: TestX (0.00s)\n"),
+            DetectedFormat::GoTest
+        );
+        assert_eq!(
+            detect("src/main.rs:1:1: error: x\n"),
+            DetectedFormat::BuildLog
+        );
         assert_eq!(detect("hello\nworld\n"), DetectedFormat::Text);
     }
 }

@@ -17,7 +17,9 @@ use std::sync::Mutex;
 pub const MAX_TRACKED: usize = 200;
 
 /// What makes two failures "the same": `stack:<sig>` when the failure has
-/// in-app frames, else `error:<sig>`.
+/// in-app frames with function names, else `error:<sig>` refined by the
+/// innermost in-app file when there is one (`error:<sig>@<file sig>`: two
+/// `E0425` errors in different files are different problems).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct GroupKey(pub String);
@@ -26,7 +28,10 @@ impl GroupKey {
     pub fn for_failure(f: &Failure) -> Self {
         match &f.stack_signature {
             Some(s) => GroupKey(format!("stack:{s}")),
-            None => GroupKey(format!("error:{}", f.error_signature)),
+            None => match crate::signature::location_signature(&f.frames) {
+                Some(loc) => GroupKey(format!("error:{}@{}", f.error_signature, &loc[..8])),
+                None => GroupKey(format!("error:{}", f.error_signature)),
+            },
         }
     }
 }
@@ -120,7 +125,10 @@ pub enum Observation {
     /// Seen before, still open.
     Recurrence,
     /// Seen again after it was resolved.
-    Regression { resolved_at: i64, resolved_in: Option<String> },
+    Regression {
+        resolved_at: i64,
+        resolved_in: Option<String>,
+    },
 }
 
 fn track(set: &mut BTreeSet<String>, v: &Option<String>) {
@@ -171,7 +179,10 @@ impl FailureGroup {
             GroupStatus::Resolved { at, commit } if occ.at >= at => {
                 self.status = GroupStatus::Open;
                 self.regressions += 1;
-                Observation::Regression { resolved_at: at, resolved_in: commit }
+                Observation::Regression {
+                    resolved_at: at,
+                    resolved_in: commit,
+                }
             }
             _ => Observation::Recurrence,
         }
@@ -186,7 +197,10 @@ impl FailureGroup {
 
     /// Records that an investigation was requested.
     pub fn mark_investigation(&mut self, at: i64, reason: Reason) {
-        self.investigation = Some(InvestigationMark { requested_at: at, reason });
+        self.investigation = Some(InvestigationMark {
+            requested_at: at,
+            reason,
+        });
         self.version += 1;
     }
 }
@@ -219,10 +233,12 @@ impl Default for Policy {
 impl Policy {
     pub fn is_protected(&self, branch: Option<&str>) -> bool {
         let Some(b) = branch else { return false };
-        self.protected_branches.iter().any(|p| match p.strip_suffix('*') {
-            Some(prefix) => b.starts_with(prefix),
-            None => b == p,
-        })
+        self.protected_branches
+            .iter()
+            .any(|p| match p.strip_suffix('*') {
+                Some(prefix) => b.starts_with(prefix),
+                None => b == p,
+            })
     }
 }
 
@@ -272,36 +288,67 @@ impl Decision {
 }
 
 /// Decides whether `group` (already updated with the occurrence) needs an investigation.
-pub fn decide(policy: &Policy, group: &FailureGroup, observation: &Observation, occ: &Occurrence, trigger: &Trigger, now: i64) -> Decision {
+pub fn decide(
+    policy: &Policy,
+    group: &FailureGroup,
+    observation: &Observation,
+    occ: &Occurrence,
+    trigger: &Trigger,
+    now: i64,
+) -> Decision {
     if let Trigger::Manual { requested_by } = trigger {
-        return Decision::Investigate { reason: Reason::Manual { requested_by: requested_by.clone() } };
+        return Decision::Investigate {
+            reason: Reason::Manual {
+                requested_by: requested_by.clone(),
+            },
+        };
     }
     if let Some(mark) = &group.investigation
         && now - mark.requested_at < policy.reinvestigate_after
         && !matches!(observation, Observation::Regression { .. })
     {
-        return Decision::Skip { reason: SkipReason::AlreadyRequested { at: mark.requested_at } };
+        return Decision::Skip {
+            reason: SkipReason::AlreadyRequested {
+                at: mark.requested_at,
+            },
+        };
     }
     let protected = policy.is_protected(occ.branch.as_deref());
     match observation {
         Observation::Regression { .. } if protected || occ.branch.is_none() => {
-            return Decision::Investigate { reason: Reason::Regression };
+            return Decision::Investigate {
+                reason: Reason::Regression,
+            };
         }
         Observation::New if protected => {
             return Decision::Investigate {
-                reason: Reason::NewOnProtectedBranch { branch: occ.branch.clone().unwrap_or_default() },
+                reason: Reason::NewOnProtectedBranch {
+                    branch: occ.branch.clone().unwrap_or_default(),
+                },
             };
         }
         _ => {}
     }
     let commits = group.commits.len();
     if group.count >= policy.recurrence_threshold && commits >= policy.recurrence_min_commits {
-        return Decision::Investigate { reason: Reason::Recurrence { count: group.count, commits } };
+        return Decision::Investigate {
+            reason: Reason::Recurrence {
+                count: group.count,
+                commits,
+            },
+        };
     }
     if matches!(observation, Observation::New) && !protected {
-        return Decision::Skip { reason: SkipReason::NotProtectedBranch };
+        return Decision::Skip {
+            reason: SkipReason::NotProtectedBranch,
+        };
     }
-    Decision::Skip { reason: SkipReason::BelowThreshold { count: group.count, commits } }
+    Decision::Skip {
+        reason: SkipReason::BelowThreshold {
+            count: group.count,
+            commits,
+        },
+    }
 }
 
 /// Persistence for groups. Implementations keep the model's semantics by
@@ -313,9 +360,19 @@ pub trait GroupStore: Send + Sync {
     async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)>;
     async fn get(&self, key: &GroupKey) -> Result<Option<FailureGroup>>;
     /// Marks a group fixed.
-    async fn resolve(&self, key: &GroupKey, at: i64, commit: Option<String>) -> Result<FailureGroup>;
+    async fn resolve(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        commit: Option<String>,
+    ) -> Result<FailureGroup>;
     /// Records that an investigation was requested.
-    async fn mark_investigation(&self, key: &GroupKey, at: i64, reason: Reason) -> Result<FailureGroup>;
+    async fn mark_investigation(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        reason: Reason,
+    ) -> Result<FailureGroup>;
     /// Groups ordered by last sighting, newest first.
     async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>>;
 }
@@ -331,8 +388,14 @@ impl InMemoryGroupStore {
         Self::default()
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<GroupKey, FailureGroup>) -> Result<T>) -> Result<T> {
-        let mut g = self.groups.lock().map_err(|_| Error::Unavailable("group store lock poisoned".into()))?;
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut HashMap<GroupKey, FailureGroup>) -> Result<T>,
+    ) -> Result<T> {
+        let mut g = self
+            .groups
+            .lock()
+            .map_err(|_| Error::Unavailable("group store lock poisoned".into()))?;
         f(&mut g)
     }
 }
@@ -359,17 +422,31 @@ impl GroupStore for InMemoryGroupStore {
         self.with(|groups| Ok(groups.get(key).cloned()))
     }
 
-    async fn resolve(&self, key: &GroupKey, at: i64, commit: Option<String>) -> Result<FailureGroup> {
+    async fn resolve(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        commit: Option<String>,
+    ) -> Result<FailureGroup> {
         self.with(|groups| {
-            let g = groups.get_mut(key).ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
+            let g = groups
+                .get_mut(key)
+                .ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
             g.resolve(at, commit);
             Ok(g.clone())
         })
     }
 
-    async fn mark_investigation(&self, key: &GroupKey, at: i64, reason: Reason) -> Result<FailureGroup> {
+    async fn mark_investigation(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        reason: Reason,
+    ) -> Result<FailureGroup> {
         self.with(|groups| {
-            let g = groups.get_mut(key).ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
+            let g = groups
+                .get_mut(key)
+                .ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
             g.mark_investigation(at, reason);
             Ok(g.clone())
         })
@@ -378,7 +455,11 @@ impl GroupStore for InMemoryGroupStore {
     async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
         self.with(|groups| {
             let mut v: Vec<FailureGroup> = groups.values().cloned().collect();
-            v.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then_with(|| a.key.cmp(&b.key)));
+            v.sort_by(|a, b| {
+                b.last_seen
+                    .cmp(&a.last_seen)
+                    .then_with(|| a.key.cmp(&b.key))
+            });
             v.truncate(limit);
             Ok(v)
         })
@@ -388,11 +469,19 @@ impl GroupStore for InMemoryGroupStore {
 /// Records an occurrence and decides; when the decision is to investigate,
 /// the request is recorded too, so the next occurrence does not trigger again.
 /// This is the one call an intake service makes per failure.
-pub async fn triage(store: &dyn GroupStore, policy: &Policy, occ: &Occurrence, trigger: &Trigger, now: i64) -> Result<(FailureGroup, Observation, Decision)> {
+pub async fn triage(
+    store: &dyn GroupStore,
+    policy: &Policy,
+    occ: &Occurrence,
+    trigger: &Trigger,
+    now: i64,
+) -> Result<(FailureGroup, Observation, Decision)> {
     let (mut group, obs) = store.record(occ).await?;
     let decision = decide(policy, &group, &obs, occ, trigger, now);
     if let Decision::Investigate { reason } = &decision {
-        group = store.mark_investigation(&group.key, now, reason.clone()).await?;
+        group = store
+            .mark_investigation(&group.key, now, reason.clone())
+            .await?;
     }
     Ok((group, obs, decision))
 }

@@ -28,7 +28,10 @@ pub fn read_bounded<R: Read>(mut reader: R, limits: &Limits) -> std::io::Result<
         let want = (head_cap - head.len()).min(buf.len());
         let n = reader.read(&mut buf[..want])?;
         if n == 0 {
-            return Ok(BoundedInput { bytes: head, dropped: 0 });
+            return Ok(BoundedInput {
+                bytes: head,
+                dropped: 0,
+            });
         }
         head.extend_from_slice(&buf[..n]);
     }
@@ -53,7 +56,10 @@ pub fn read_bounded<R: Read>(mut reader: R, limits: &Limits) -> std::io::Result<
         dropped += excess as u64;
     }
     head.extend_from_slice(&tail);
-    Ok(BoundedInput { bytes: head, dropped })
+    Ok(BoundedInput {
+        bytes: head,
+        dropped,
+    })
 }
 
 /// The same cap applied to bytes already in memory (borrowing when nothing is cut).
@@ -85,9 +91,15 @@ pub(crate) fn looks_binary(bytes: &[u8]) -> Option<String> {
     }
     let nul = sample.iter().filter(|&&b| b == 0).count();
     if nul > 0 {
-        return Some(format!("input contains {nul} NUL bytes in its first {} bytes; it looks like binary data", sample.len()));
+        return Some(format!(
+            "input contains {nul} NUL bytes in its first {} bytes; it looks like binary data",
+            sample.len()
+        ));
     }
-    let control = sample.iter().filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c)).count();
+    let control = sample
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c))
+        .count();
     let invalid = invalid_utf8_bytes(sample);
     let bad = control + invalid;
     if bad * 10 > sample.len() {
@@ -128,7 +140,11 @@ pub(crate) fn to_text(bytes: &[u8], diags: &mut Vec<Diagnostic>) -> String {
             s
         }
     };
-    if text.contains('\u{1b}') { strip_ansi(&text) } else { text }
+    if text.contains('\u{1b}') {
+        strip_ansi(&text)
+    } else {
+        text
+    }
 }
 
 /// Removes ANSI escape sequences (CSI `ESC [ ... letter`, OSC `ESC ] ... BEL`).
@@ -169,7 +185,11 @@ fn strip_ansi(s: &str) -> String {
 
 /// Splits text into lines (`\n`, `\r\n`; a lone `\r` as used by progress bars
 /// keeps only the last overwrite), cutting lines longer than the cap.
-pub(crate) fn lines<'a>(text: &'a str, limits: &Limits, diags: &mut Vec<Diagnostic>) -> Vec<&'a str> {
+pub(crate) fn lines<'a>(
+    text: &'a str,
+    limits: &Limits,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut cut = 0usize;
     for line in text.split('\n') {
@@ -189,7 +209,10 @@ pub(crate) fn lines<'a>(text: &'a str, limits: &Limits, diags: &mut Vec<Diagnost
     if cut > 0 {
         diags.push(Diagnostic::warning(
             "line_truncated",
-            format!("{cut} lines longer than {} bytes were cut", limits.max_line_bytes),
+            format!(
+                "{cut} lines longer than {} bytes were cut",
+                limits.max_line_bytes
+            ),
         ));
     }
     out
@@ -214,7 +237,10 @@ mod tests {
     #[test]
     fn read_bounded_keeps_head_and_tail() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-        let limits = Limits { max_input_bytes: 1000, ..Limits::default() };
+        let limits = Limits {
+            max_input_bytes: 1000,
+            ..Limits::default()
+        };
         let got = read_bounded(&data[..], &limits).unwrap();
         assert_eq!(got.bytes.len(), 1000);
         assert_eq!(got.dropped, 99_000);

@@ -55,18 +55,19 @@ mod signature;
 pub use detect::detect;
 pub use error::{Error, ErrorKind, Result};
 pub use group::{
-    Decision, FailureGroup, GroupKey, GroupStatus, GroupStore, InMemoryGroupStore, InvestigationMark, MAX_TRACKED, Observation,
-    Occurrence, Policy, Reason, SkipReason, Trigger, decide, triage,
+    Decision, FailureGroup, GroupKey, GroupStatus, GroupStore, InMemoryGroupStore,
+    InvestigationMark, MAX_TRACKED, Observation, Occurrence, Policy, Reason, SkipReason, Trigger,
+    decide, triage,
 };
 pub use input::{BoundedInput, read_bounded};
 pub use model::{
-    Cause, DEV_REDACTION_KEY, DetectedFormat, Diagnostic, Failure, FailureKind, Frame, Language, Limits, ParseOptions, ParseOutput,
-    Region, Severity,
+    Cause, DEV_REDACTION_KEY, DetectedFormat, Diagnostic, Failure, FailureKind, Frame, Language,
+    Limits, ParseOptions, ParseOutput, Region, Severity,
 };
 pub use normalize::{Normalizer, normalize_function, signature_path};
 pub use parsers::logs::{LogRecord, failure_from_record};
 pub use redact::{Finding, RedactionConfig, Redactor, SecretKind, is_sensitive_key, redact_text};
-pub use signature::{error_signature, normalize_message, stack_signature};
+pub use signature::{error_signature, location_signature, normalize_message, stack_signature};
 
 use std::borrow::Cow;
 
@@ -87,11 +88,19 @@ pub fn parse(input: &[u8], options: &ParseOptions) -> ParseOutput {
         ));
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return ParseOutput { failures: Vec::new(), diagnostics, format: DetectedFormat::Empty };
+        return ParseOutput {
+            failures: Vec::new(),
+            diagnostics,
+            format: DetectedFormat::Empty,
+        };
     }
     if let Some(why) = input::looks_binary(&bytes) {
         diagnostics.push(Diagnostic::error("binary_input", why));
-        return ParseOutput { failures: Vec::new(), diagnostics, format: DetectedFormat::Binary };
+        return ParseOutput {
+            failures: Vec::new(),
+            diagnostics,
+            format: DetectedFormat::Binary,
+        };
     }
     let text = input::to_text(&bytes, &mut diagnostics);
     drop(bytes);
@@ -117,13 +126,21 @@ pub fn parse_log_records(records: &[LogRecord], options: &ParseOptions) -> Parse
 }
 
 /// Normalises, caps, signs and redacts raw failures; caps counts.
-fn finish(raw: Vec<Failure>, mut diagnostics: Vec<Diagnostic>, format: DetectedFormat, options: &ParseOptions) -> ParseOutput {
+fn finish(
+    raw: Vec<Failure>,
+    mut diagnostics: Vec<Diagnostic>,
+    format: DetectedFormat,
+    options: &ParseOptions,
+) -> ParseOutput {
     let limits = &options.limits;
     let redactor = if options.redact {
         match Redactor::new(&options.redaction_key) {
             Ok(r) => Some(r),
             Err(e) => {
-                diagnostics.push(Diagnostic::error("redaction_key", format!("{e}; using the development key")));
+                diagnostics.push(Diagnostic::error(
+                    "redaction_key",
+                    format!("{e}; using the development key"),
+                ));
                 Redactor::new(DEV_REDACTION_KEY).ok()
             }
         }
@@ -134,21 +151,40 @@ fn finish(raw: Vec<Failure>, mut diagnostics: Vec<Diagnostic>, format: DetectedF
     let total = raw.len();
     let mut failures = Vec::with_capacity(total.min(limits.max_failures));
     for mut f in raw.into_iter().take(limits.max_failures) {
-        normalize_failure(&mut f, &normalizer, limits, options.signature_frames, &mut diagnostics);
+        normalize_failure(
+            &mut f,
+            &normalizer,
+            limits,
+            options.signature_frames,
+            &mut diagnostics,
+        );
         if let Some(r) = &redactor {
             redact_failure(&mut f, r);
         }
         failures.push(f);
     }
     if total > limits.max_failures {
-        diagnostics.push(Diagnostic::warning("failures_capped", format!("more than {} failures; the rest were dropped", limits.max_failures)));
+        diagnostics.push(Diagnostic::warning(
+            "failures_capped",
+            format!(
+                "more than {} failures; the rest were dropped",
+                limits.max_failures
+            ),
+        ));
     }
     if diagnostics.len() > limits.max_diagnostics {
         let extra = diagnostics.len() - limits.max_diagnostics;
         diagnostics.truncate(limits.max_diagnostics);
-        diagnostics.push(Diagnostic::info("diagnostics_capped", format!("{extra} more diagnostics omitted")));
+        diagnostics.push(Diagnostic::info(
+            "diagnostics_capped",
+            format!("{extra} more diagnostics omitted"),
+        ));
     }
-    ParseOutput { failures, diagnostics, format }
+    ParseOutput {
+        failures,
+        diagnostics,
+        format,
+    }
 }
 
 /// Keeps the outermost and innermost halves of an over-long trace.
@@ -162,14 +198,27 @@ fn cap_frames(frames: &mut Vec<Frame>, max: usize) -> usize {
     drop
 }
 
-fn normalize_failure(f: &mut Failure, n: &Normalizer, limits: &Limits, sig_frames: usize, diags: &mut Vec<Diagnostic>) {
+fn normalize_failure(
+    f: &mut Failure,
+    n: &Normalizer,
+    limits: &Limits,
+    sig_frames: usize,
+    diags: &mut Vec<Diagnostic>,
+) {
     let lang = f.language;
     let omitted = cap_frames(&mut f.frames, limits.max_frames);
     if omitted > 0 {
         f.frames_omitted += omitted;
         diags.push(
-            Diagnostic::warning("frames_capped", format!("trace has {} frames; kept the outermost and innermost {}", omitted + limits.max_frames, limits.max_frames))
-                .at(f.line.unwrap_or(0)),
+            Diagnostic::warning(
+                "frames_capped",
+                format!(
+                    "trace has {} frames; kept the outermost and innermost {}",
+                    omitted + limits.max_frames,
+                    limits.max_frames
+                ),
+            )
+            .at(f.line.unwrap_or(0)),
         );
     }
     for fr in &mut f.frames {
@@ -177,7 +226,13 @@ fn normalize_failure(f: &mut Failure, n: &Normalizer, limits: &Limits, sig_frame
     }
     if f.causes.len() > limits.max_causes {
         f.causes.truncate(limits.max_causes);
-        diags.push(Diagnostic::info("causes_capped", format!("exception chain longer than {} links was cut", limits.max_causes)));
+        diags.push(Diagnostic::info(
+            "causes_capped",
+            format!(
+                "exception chain longer than {} links was cut",
+                limits.max_causes
+            ),
+        ));
     }
     for c in &mut f.causes {
         f.frames_omitted += cap_frames(&mut c.frames, limits.max_frames);
@@ -187,8 +242,11 @@ fn normalize_failure(f: &mut Failure, n: &Normalizer, limits: &Limits, sig_frame
     }
     // The primary exception's in-app frames; a wrapper without any (a
     // framework exception) defers to the first cause that has some.
-    f.stack_signature = stack_signature(&f.frames, sig_frames)
-        .or_else(|| f.causes.iter().find_map(|c| stack_signature(&c.frames, sig_frames)));
+    f.stack_signature = stack_signature(&f.frames, sig_frames).or_else(|| {
+        f.causes
+            .iter()
+            .find_map(|c| stack_signature(&c.frames, sig_frames))
+    });
     f.error_signature = error_signature(f.exception_type.as_deref(), &f.message);
     if f.message.len() > limits.max_message_bytes {
         f.message = input::truncate_str(&f.message, limits.max_message_bytes).to_owned();

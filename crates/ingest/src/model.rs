@@ -234,7 +234,12 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(severity: Severity, code: &str, message: impl Into<String>) -> Self {
-        Self { severity, code: code.to_owned(), message: message.into(), line: None }
+        Self {
+            severity,
+            code: code.to_owned(),
+            message: message.into(),
+            line: None,
+        }
     }
     pub fn warning(code: &str, message: impl Into<String>) -> Self {
         Self::new(Severity::Warning, code, message)

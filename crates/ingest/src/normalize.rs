@@ -22,8 +22,23 @@ pub struct Normalizer {
 
 /// Directories that usually sit directly under a repository root.
 const ANCHORS: &[&str] = &[
-    "src", "lib", "app", "apps", "test", "tests", "spec", "pkg", "cmd", "internal", "crates", "packages", "__tests__",
-    "services", "main", "server", "client",
+    "src",
+    "lib",
+    "app",
+    "apps",
+    "test",
+    "tests",
+    "spec",
+    "pkg",
+    "cmd",
+    "internal",
+    "crates",
+    "packages",
+    "__tests__",
+    "services",
+    "main",
+    "server",
+    "client",
 ];
 
 static CI_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
@@ -41,8 +56,8 @@ static CI_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
           | /woodpecker/src/[^/]+/[^/]+/[^/]+/
           | /workspace/
           | /usr/src/app/
-          | /opt/app/
-          | /srv/app/
+          | /opt/[^/]+/
+          | /srv/[^/]+/
           | /code/
           | /app/
           | /src/
@@ -92,7 +107,10 @@ impl Normalizer {
             })
             .collect();
         roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
-        Self { repo_roots: roots, in_app_prefixes: in_app_prefixes.to_vec() }
+        Self {
+            repo_roots: roots,
+            in_app_prefixes: in_app_prefixes.to_vec(),
+        }
     }
 
     /// Normalises one frame in place for `lang`.
@@ -103,17 +121,26 @@ impl Normalizer {
             lib_path = is_lib;
             frame.file = Some(rel);
         }
+        let mut generated = false;
         if let Some(f) = frame.function.take() {
+            // Proxies, CGLIB subclasses and reflection stubs are framework plumbing.
+            generated = GENERATED_MARKERS.iter().any(|m| f.contains(m));
             frame.function = Some(normalize_function(&f, lang));
         }
         let explicit = self.matches_prefix(frame);
-        frame.in_app = explicit || (!lib_path && !library_frame(frame, lang));
+        frame.in_app = explicit || (!lib_path && !generated && !library_frame(frame, lang));
     }
 
     fn matches_prefix(&self, frame: &Frame) -> bool {
         self.in_app_prefixes.iter().any(|p| {
-            frame.function.as_deref().is_some_and(|f| f.starts_with(p.as_str()))
-                || frame.file.as_deref().is_some_and(|f| f.starts_with(p.as_str()))
+            frame
+                .function
+                .as_deref()
+                .is_some_and(|f| f.starts_with(p.as_str()))
+                || frame
+                    .file
+                    .as_deref()
+                    .is_some_and(|f| f.starts_with(p.as_str()))
         })
     }
 
@@ -133,7 +160,14 @@ impl Normalizer {
         if let Some(i) = p.find('?') {
             p.truncate(i);
         }
-        if p.starts_with("node:") || p.starts_with("internal/") || p == "<anonymous>" || p.starts_with("<frozen ") {
+        // Node's own modules (`node:internal/...`; before Node 16 `internal/....js`).
+        let node_internal =
+            p.starts_with("internal/") && p.ends_with(".js") && !p.contains("/src/");
+        if p.starts_with("node:")
+            || node_internal
+            || p == "<anonymous>"
+            || p.starts_with("<frozen ")
+        {
             return (p, true);
         }
         for root in &self.repo_roots {
@@ -143,13 +177,18 @@ impl Normalizer {
         }
         if let Some(m) = LIB_MARKERS.iter().find_map(|re| re.find_iter(&p).last()) {
             let rest = &p[m.end()..];
-            let rest = if m.as_str().contains("pkg/mod") { GO_MOD_VERSION.replace(rest, "").into_owned() } else { rest.to_owned() };
+            let rest = if m.as_str().contains("pkg/mod") {
+                GO_MOD_VERSION.replace(rest, "").into_owned()
+            } else {
+                rest.to_owned()
+            };
             return (rest, true);
         }
         if let Some(rest) = p.strip_prefix("./") {
             return (rest.to_owned(), false);
         }
-        if !p.starts_with('/') && !(p.len() > 2 && p.as_bytes()[1] == b':') {
+        let windows_abs = p.len() > 2 && p.as_bytes()[1] == b':';
+        if !p.starts_with('/') && !windows_abs {
             return (p, false);
         }
         if let Some(m) = CI_PREFIX.find(&p) {
@@ -194,17 +233,39 @@ pub fn signature_path(path: &str) -> &str {
     &path[idx + 1..]
 }
 
-static JAVA_LAMBDA: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"lambda\$([\w$]*?)\$\d+").unwrap());
+const GENERATED_MARKERS: &[&str] = &[
+    "$$EnhancerBy",
+    "$$FastClassBy",
+    "$$SpringCGLIB$$",
+    "$HibernateProxy$",
+    "$MockitoMock$",
+    "$ByteBuddy$",
+    "$$Lambda",
+    "$Proxy",
+    "GeneratedMethodAccessor",
+];
+
+static JAVA_LAMBDA: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"lambda\$([\w$]*?)\$\d+").unwrap());
+/// Kotlin lambdas: `compact$lambda$2`, `compact$lambda-0`, `invokeSuspend$lambda$1`.
+static KOTLIN_LAMBDA: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\$lambda[-$]\d+").unwrap());
 static JAVA_GENERATED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"\$\$(?:EnhancerBy(?:Spring)?CGLIB|FastClassBy(?:Spring)?CGLIB|SpringCGLIB|HibernateProxy|ByteBuddy|MockitoMock)\$\$[\w$]*?(?:\.|$)|\$HibernateProxy\$\w+|\$MockitoMock\$\w+|\$ByteBuddy\$\w+",
     )
     .unwrap()
 });
-static JAVA_PROXY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\$Proxy\d+|GeneratedMethodAccessor\d+|GeneratedConstructorAccessor\d+|GeneratedSerializationConstructorAccessor\d+").unwrap());
-static JAVA_LAMBDA_CLASS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\$\$Lambda(?:\$\d+)?(?:/0x[0-9a-f]+)?(?:/\d+)?").unwrap());
-static RUST_HASH: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"::h[0-9a-f]{16}$|::\{\{closure\}\}|\{closure#\d+\}|\{async_(?:fn|block)#\d+\}").unwrap());
-static GO_FUNC_N: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\.(func|gowrap|deferwrap)\d+(?:\.\d+)*").unwrap());
+static JAVA_PROXY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\$Proxy\d+|GeneratedMethodAccessor\d+|GeneratedConstructorAccessor\d+|GeneratedSerializationConstructorAccessor\d+").unwrap()
+});
+static JAVA_LAMBDA_CLASS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\$\$Lambda(?:\$\d+)?(?:/0x[0-9a-f]+)?(?:/\d+)?").unwrap());
+static RUST_HASH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"::h[0-9a-f]{16}$|::\{\{closure\}\}|\{closure#\d+\}|\{async_(?:fn|block)#\d+\}")
+        .unwrap()
+});
+static GO_FUNC_N: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\.(func|gowrap|deferwrap)\d+(?:\.\d+)*").unwrap());
 static HEX_ADDR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"0x[0-9a-fA-F]+").unwrap());
 
 /// Makes a function name stable across builds: lambda and closure indices,
@@ -213,15 +274,29 @@ pub fn normalize_function(f: &str, lang: Language) -> String {
     let f = f.trim();
     let out: String = match lang {
         Language::Java => {
-            let s = JAVA_LAMBDA.replace_all(f, "lambda$$$1");
-            let s = JAVA_GENERATED.replace_all(&s, |c: &regex::Captures| if c[0].ends_with('.') { "." } else { "" }.to_owned());
+            let s = KOTLIN_LAMBDA.replace_all(f, "$$lambda");
+            let s = JAVA_LAMBDA.replace_all(&s, "lambda$$$1");
+            let s = JAVA_GENERATED.replace_all(&s, |c: &regex::Captures| {
+                if c[0].ends_with('.') { "." } else { "" }.to_owned()
+            });
             let s = JAVA_LAMBDA_CLASS.replace_all(&s, "$$$$Lambda");
             JAVA_PROXY
-                .replace_all(&s, |c: &regex::Captures| c[0].trim_end_matches(|ch: char| ch.is_ascii_digit()).to_owned())
+                .replace_all(&s, |c: &regex::Captures| {
+                    c[0].trim_end_matches(|ch: char| ch.is_ascii_digit())
+                        .to_owned()
+                })
                 .into_owned()
         }
         Language::Rust => {
-            let s = RUST_HASH.replace_all(f, |c: &regex::Captures| if c[0].starts_with("::h") { String::new() } else if c[0].starts_with("::") { "::{{closure}}".into() } else { "{{closure}}".into() });
+            let s = RUST_HASH.replace_all(f, |c: &regex::Captures| {
+                if c[0].starts_with("::h") {
+                    String::new()
+                } else if c[0].starts_with("::") {
+                    "::{{closure}}".into()
+                } else {
+                    "{{closure}}".into()
+                }
+            });
             s.into_owned()
         }
         Language::Go => {
@@ -251,17 +326,70 @@ pub fn normalize_function(f: &str, lang: Language) -> String {
 }
 
 const JAVA_LIB_PREFIXES: &[&str] = &[
-    "java.", "javax.", "jakarta.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotlinx.", "scala.", "org.junit.", "junit.",
-    "org.springframework.", "org.apache.", "org.gradle.", "worker.org.gradle.", "org.hibernate.", "com.fasterxml.", "io.netty.",
-    "reactor.", "org.mockito.", "org.assertj.", "org.testng.", "com.google.common.", "com.google.protobuf.", "okhttp3.",
-    "org.eclipse.", "com.intellij.", "io.micronaut.", "io.quarkus.", "org.jboss.", "org.opentest4j.", "net.bytebuddy.",
-    "groovy.", "org.codehaus.groovy.", "io.grpc.", "io.micrometer.", "ch.qos.logback.", "org.slf4j.",
+    "java.",
+    "javax.",
+    "jakarta.",
+    "jdk.",
+    "sun.",
+    "com.sun.",
+    "kotlin.",
+    "kotlinx.",
+    "scala.",
+    "org.junit.",
+    "junit.",
+    "org.springframework.",
+    "org.apache.",
+    "org.gradle.",
+    "worker.org.gradle.",
+    "org.hibernate.",
+    "com.fasterxml.",
+    "io.netty.",
+    "reactor.",
+    "org.mockito.",
+    "org.assertj.",
+    "org.testng.",
+    "com.google.common.",
+    "com.google.protobuf.",
+    "okhttp3.",
+    "org.eclipse.",
+    "com.intellij.",
+    "io.micronaut.",
+    "io.quarkus.",
+    "org.jboss.",
+    "org.opentest4j.",
+    "net.bytebuddy.",
+    "groovy.",
+    "org.codehaus.groovy.",
+    "io.grpc.",
+    "io.micrometer.",
+    "ch.qos.logback.",
+    "org.slf4j.",
 ];
 
 const RUST_LIB_PREFIXES: &[&str] = &[
-    "std::", "core::", "alloc::", "__rustc::", "test::", "<std::", "<core::", "<alloc::", "rust_begin_unwind", "__rust", "_start",
-    "__libc_start", "start_thread", "clone", "__scrt_common_main", "BaseThreadInitThunk", "RtlUserThreadStart", "tokio::",
-    "<tokio::", "futures_util::", "futures_executor::", "<futures_util::", "std_detect::",
+    "std::",
+    "core::",
+    "alloc::",
+    "__rustc::",
+    "test::",
+    "<std::",
+    "<core::",
+    "<alloc::",
+    "rust_begin_unwind",
+    "__rust",
+    "_start",
+    "__libc_start",
+    "start_thread",
+    "clone",
+    "__scrt_common_main",
+    "BaseThreadInitThunk",
+    "RtlUserThreadStart",
+    "tokio::",
+    "<tokio::",
+    "futures_util::",
+    "futures_executor::",
+    "<futures_util::",
+    "std_detect::",
 ];
 
 /// Whether a normalised frame is library/runtime code by its names.
@@ -276,7 +404,8 @@ fn library_frame(frame: &Frame, lang: Language) -> bool {
                 || func.contains("GeneratedMethodAccessor")
         }
         Language::Rust => {
-            RUST_LIB_PREFIXES.iter().any(|p| func.starts_with(p)) || func == "main" && frame.file.is_none()
+            RUST_LIB_PREFIXES.iter().any(|p| func.starts_with(p))
+                || func == "main" && frame.file.is_none()
         }
         Language::Go => {
             let pkg = func.split(['.', '(']).next().unwrap_or("");
@@ -286,7 +415,9 @@ fn library_frame(frame: &Frame, lang: Language) -> bool {
                 || (!first.contains('.') && func.contains('/') && !frame_in_repo(file))
                 || func.starts_with("created by ")
         }
-        Language::Javascript => file.is_empty() && func.starts_with("process.") || func.starts_with("node:"),
+        Language::Javascript => {
+            file.is_empty() && func.starts_with("process.") || func.starts_with("node:")
+        }
         Language::Python => file.starts_with('<') && file != "<stdin>",
         Language::C => file.starts_with("/usr/include") || file.starts_with("/usr/lib"),
         Language::Unknown => false,
@@ -310,7 +441,10 @@ mod tests {
     fn paths_become_repo_relative() {
         assert_eq!(rel("/home/alice/proj/src/app.py").0, "src/app.py");
         assert_eq!(rel("/builds/acme/shop/src/app.py").0, "src/app.py");
-        assert_eq!(rel("/home/runner/work/shop/shop/tests/test_x.py").0, "tests/test_x.py");
+        assert_eq!(
+            rel("/home/runner/work/shop/shop/tests/test_x.py").0,
+            "tests/test_x.py"
+        );
         assert_eq!(rel(r"C:\Users\bob\code\shop\src\app.py").0, "src/app.py");
         assert_eq!(rel("/app/src/app.py").0, "src/app.py");
         assert_eq!(rel("/app/shop/models.py").0, "shop/models.py");
@@ -321,15 +455,29 @@ mod tests {
             ("requests/api.py".to_owned(), true)
         );
         assert_eq!(
-            rel("/home/u/.cargo/registry/src/index.crates.io-6f17d22bba15001f/tokio-1.38.0/src/runtime/park.rs"),
+            rel(
+                "/home/u/.cargo/registry/src/index.crates.io-6f17d22bba15001f/tokio-1.38.0/src/runtime/park.rs"
+            ),
             ("tokio-1.38.0/src/runtime/park.rs".to_owned(), true)
         );
         assert_eq!(
             rel("/root/go/pkg/mod/github.com/lib/pq@v1.10.9/conn.go"),
             ("github.com/lib/pq/conn.go".to_owned(), true)
         );
-        assert_eq!(rel("/usr/local/go/src/runtime/panic.go"), ("runtime/panic.go".to_owned(), true));
-        assert_eq!(rel("node:internal/modules/cjs/loader").1, true);
+        assert_eq!(
+            rel("/usr/local/go/src/runtime/panic.go"),
+            ("runtime/panic.go".to_owned(), true)
+        );
+        assert!(rel("node:internal/modules/cjs/loader").1);
+        assert!(rel("internal/modules/cjs/loader.js").1);
+        assert_eq!(
+            rel("internal/report/monthly.go"),
+            ("internal/report/monthly.go".to_owned(), false)
+        );
+        assert_eq!(
+            rel("/srv/inventory/inventory/reserve.py").0,
+            "inventory/reserve.py"
+        );
         let n = Normalizer::new(&["/opt/build/x".into()], &[]);
         assert_eq!(n.relativize("/opt/build/x/pkg/a.go").0, "pkg/a.go");
     }
@@ -344,14 +492,48 @@ mod tests {
     #[test]
     fn generated_names_are_stable() {
         use Language::*;
-        assert_eq!(normalize_function("com.acme.Main.lambda$main$0", Java), "com.acme.Main.lambda$main");
-        assert_eq!(normalize_function("com.acme.Svc$$EnhancerBySpringCGLIB$$a1b2c3.run", Java), "com.acme.Svc.run");
-        assert_eq!(normalize_function("com.sun.proxy.$Proxy12.save", Java), "com.sun.proxy.$Proxy.save");
-        assert_eq!(normalize_function("jdk.internal.reflect.GeneratedMethodAccessor42.invoke", Java), "jdk.internal.reflect.GeneratedMethodAccessor.invoke");
-        assert_eq!(normalize_function("app::run::{{closure}}::h0123456789abcdef", Rust), "app::run::{{closure}}");
-        assert_eq!(normalize_function("app::run::h0123456789abcdef", Rust), "app::run");
-        assert_eq!(normalize_function("main.serve.func1.2", Go), "main.serve.func");
-        assert_eq!(normalize_function("Object.<anonymous>", Javascript), "<anonymous>");
-        assert_eq!(normalize_function("async Router.handle [as handle]", Javascript), "Router.handle");
+        assert_eq!(
+            normalize_function("com.acme.Main.lambda$main$0", Java),
+            "com.acme.Main.lambda$main"
+        );
+        assert_eq!(
+            normalize_function("com.acme.Compactor.compact$lambda$2", Java),
+            "com.acme.Compactor.compact$lambda"
+        );
+        assert_eq!(
+            normalize_function("com.acme.Svc$$EnhancerBySpringCGLIB$$a1b2c3.run", Java),
+            "com.acme.Svc.run"
+        );
+        assert_eq!(
+            normalize_function("com.sun.proxy.$Proxy12.save", Java),
+            "com.sun.proxy.$Proxy.save"
+        );
+        assert_eq!(
+            normalize_function(
+                "jdk.internal.reflect.GeneratedMethodAccessor42.invoke",
+                Java
+            ),
+            "jdk.internal.reflect.GeneratedMethodAccessor.invoke"
+        );
+        assert_eq!(
+            normalize_function("app::run::{{closure}}::h0123456789abcdef", Rust),
+            "app::run::{{closure}}"
+        );
+        assert_eq!(
+            normalize_function("app::run::h0123456789abcdef", Rust),
+            "app::run"
+        );
+        assert_eq!(
+            normalize_function("main.serve.func1.2", Go),
+            "main.serve.func"
+        );
+        assert_eq!(
+            normalize_function("Object.<anonymous>", Javascript),
+            "<anonymous>"
+        );
+        assert_eq!(
+            normalize_function("async Router.handle [as handle]", Javascript),
+            "Router.handle"
+        );
     }
 }

@@ -49,6 +49,8 @@ pub enum SecretKind {
     CreditCard,
     Phone,
     Ipv4,
+    /// A user name in a home-directory path (`/home/maria/...`).
+    Username,
     HighEntropy,
 }
 
@@ -74,6 +76,7 @@ impl SecretKind {
             Self::CreditCard => "card",
             Self::Phone => "phone",
             Self::Ipv4 => "ip",
+            Self::Username => "user",
             Self::HighEntropy => "secret",
         }
     }
@@ -115,15 +118,30 @@ const DETECTORS: &[Detector] = &[
         group: 0,
         validate: None,
     },
-    Detector { kind: SecretKind::GitlabToken, pattern: r"\bglpat-[A-Za-z0-9_-]{20,}", group: 0, validate: None },
-    Detector { kind: SecretKind::SlackToken, pattern: r"\bxox[abposr]-[A-Za-z0-9-]{10,}", group: 0, validate: None },
+    Detector {
+        kind: SecretKind::GitlabToken,
+        pattern: r"\bglpat-[A-Za-z0-9_-]{20,}",
+        group: 0,
+        validate: None,
+    },
+    Detector {
+        kind: SecretKind::SlackToken,
+        pattern: r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        group: 0,
+        validate: None,
+    },
     Detector {
         kind: SecretKind::StripeKey,
         pattern: r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
         group: 0,
         validate: None,
     },
-    Detector { kind: SecretKind::GoogleApiKey, pattern: r"\bAIza[0-9A-Za-z_-]{35}", group: 0, validate: None },
+    Detector {
+        kind: SecretKind::GoogleApiKey,
+        pattern: r"\bAIza[0-9A-Za-z_-]{35}",
+        group: 0,
+        validate: None,
+    },
     Detector {
         kind: SecretKind::AwsAccessKey,
         pattern: r"\b(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}\b",
@@ -166,7 +184,12 @@ const DETECTORS: &[Detector] = &[
         group: 0,
         validate: Some(iban_valid),
     },
-    Detector { kind: SecretKind::CreditCard, pattern: r"\b[2-6](?:[ -]?\d){12,18}\b", group: 0, validate: Some(luhn_valid) },
+    Detector {
+        kind: SecretKind::CreditCard,
+        pattern: r"\b[2-6](?:[ -]?\d){12,18}\b",
+        group: 0,
+        validate: Some(luhn_valid),
+    },
     Detector {
         kind: SecretKind::Phone,
         pattern: r"(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]?\d{2,4}){1,4}\b|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4}\b|\b\d{3}[.-]\d{3}[.-]\d{4}\b)",
@@ -179,11 +202,23 @@ const DETECTORS: &[Detector] = &[
         group: 0,
         validate: Some(ip_personal),
     },
-    Detector { kind: SecretKind::HighEntropy, pattern: r"[A-Za-z0-9+/_-]{24,512}={0,2}", group: 0, validate: Some(high_entropy) },
+    Detector {
+        kind: SecretKind::Username,
+        pattern: r"(?:/home/|/Users/|[A-Za-z]:[\\/]Users[\\/])([A-Za-z0-9._-]{2,32})\b",
+        group: 1,
+        validate: Some(personal_user),
+    },
+    Detector {
+        kind: SecretKind::HighEntropy,
+        pattern: r"[A-Za-z0-9+/_-]{24,512}={0,2}",
+        group: 0,
+        validate: Some(high_entropy),
+    },
 ];
 
 /// A pseudonym already produced by the redactor.
-static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[a-z_0-9]{1,24}:[0-9a-f]{8}>").unwrap());
+static PLACEHOLDER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<[a-z_0-9]{1,24}:[0-9a-f]{8}>").unwrap());
 
 struct Compiled {
     set: RegexSet,
@@ -192,11 +227,15 @@ struct Compiled {
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
     set: RegexSet::new(DETECTORS.iter().map(|d| d.pattern)).unwrap(),
-    regexes: DETECTORS.iter().map(|d| Regex::new(d.pattern).unwrap()).collect(),
+    regexes: DETECTORS
+        .iter()
+        .map(|d| Regex::new(d.pattern).unwrap())
+        .collect(),
 });
 
 fn has_digit_or_symbol(s: &str) -> bool {
-    s.bytes().any(|b| b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'/' | b'='))
+    s.bytes()
+        .any(|b| b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'/' | b'='))
 }
 
 /// Luhn checksum over the digits of a candidate card number (13–19 digits).
@@ -209,9 +248,13 @@ pub fn luhn_valid(s: &str) -> bool {
         .iter()
         .rev()
         .enumerate()
-        .map(|(i, &d)| if i % 2 == 1 { if d * 2 > 9 { d * 2 - 9 } else { d * 2 } } else { d })
+        .map(|(i, &d)| match (i % 2 == 1, d * 2) {
+            (true, dd) if dd > 9 => dd - 9,
+            (true, dd) => dd,
+            (false, _) => d,
+        })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// ISO 13616 mod-97 check of a candidate IBAN.
@@ -227,7 +270,11 @@ pub fn iban_valid(s: &str) -> bool {
             Some(v) => v,
             None => return false,
         };
-        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
     }
     rem == 1
 }
@@ -243,6 +290,32 @@ fn ip_personal(s: &str) -> bool {
     !(s.starts_with("127.") || s == "0.0.0.0" || s == "255.255.255.255")
 }
 
+/// Service accounts of CI systems and images are not people.
+fn personal_user(s: &str) -> bool {
+    !matches!(
+        s,
+        "runner"
+            | "circleci"
+            | "jenkins"
+            | "gradle"
+            | "ci"
+            | "build"
+            | "builder"
+            | "node"
+            | "app"
+            | "ubuntu"
+            | "vagrant"
+            | "user"
+            | "travis"
+            | "gitlab-runner"
+            | "buildkite-agent"
+            | "admin"
+            | "Shared"
+            | "Public"
+            | "Default"
+    )
+}
+
 /// Shannon entropy in bits per character.
 pub fn shannon_entropy(s: &str) -> f64 {
     let mut counts = [0u32; 256];
@@ -250,10 +323,14 @@ pub fn shannon_entropy(s: &str) -> f64 {
         counts[b as usize] += 1;
     }
     let n = s.len() as f64;
-    counts.iter().filter(|&&c| c > 0).map(|&c| {
-        let p = c as f64 / n;
-        -p * p.log2()
-    }).sum()
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / n;
+            -p * p.log2()
+        })
+        .sum()
 }
 
 fn high_entropy(s: &str) -> bool {
@@ -272,7 +349,13 @@ fn high_entropy(s: &str) -> bool {
         return false;
     }
     // Paths and identifiers made of words.
-    if core.contains('/') && core.split('/').filter(|seg| seg.len() >= 3 && seg.bytes().all(|b| b.is_ascii_lowercase())).count() >= 2 {
+    if core.contains('/')
+        && core
+            .split('/')
+            .filter(|seg| seg.len() >= 3 && seg.bytes().all(|b| b.is_ascii_lowercase()))
+            .count()
+            >= 2
+    {
         return false;
     }
     if core.split(['_', '-']).filter(|w| w.len() >= 3).count() >= 3 && digits * 8 < core.len() {
@@ -296,7 +379,11 @@ fn find_spans(text: &str, disabled: &[SecretKind]) -> Vec<Finding> {
     let compiled = &*COMPILED;
     let mut spans: Vec<Finding> = PLACEHOLDER
         .find_iter(text)
-        .map(|m| Finding { kind: SecretKind::Secret, start: m.start(), end: m.end() })
+        .map(|m| Finding {
+            kind: SecretKind::Secret,
+            start: m.start(),
+            end: m.end(),
+        })
         .collect();
     let protected = spans.len();
     let hits = compiled.set.matches(text);
@@ -306,7 +393,9 @@ fn find_spans(text: &str, disabled: &[SecretKind]) -> Vec<Finding> {
             continue;
         }
         for caps in compiled.regexes[idx].captures_iter(text) {
-            let Some(m) = caps.get(det.group) else { continue };
+            let Some(m) = caps.get(det.group) else {
+                continue;
+            };
             if m.is_empty() {
                 continue;
             }
@@ -318,7 +407,11 @@ fn find_spans(text: &str, disabled: &[SecretKind]) -> Vec<Finding> {
             if spans.iter().any(|s| s.start < m.end() && m.start() < s.end) {
                 continue;
             }
-            spans.push(Finding { kind: det.kind, start: m.start(), end: m.end() });
+            spans.push(Finding {
+                kind: det.kind,
+                start: m.start(),
+                end: m.end(),
+            });
         }
     }
     // Pseudonyms are kept as they are, not reported.
@@ -350,17 +443,43 @@ pub(crate) fn mask_sensitive(text: &str) -> Cow<'_, str> {
 /// Keys whose values are always redacted in structured data (compared
 /// case-insensitively with `-` and `_` removed; a key matches when it contains one).
 const SENSITIVE_KEY_PARTS: &[&str] = &[
-    "password", "passwd", "passphrase", "secret", "token", "authorization", "apikey", "cookie", "privatekey", "credential",
-    "sessionid", "accesskey", "signature", "xapikey",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "authorization",
+    "apikey",
+    "cookie",
+    "privatekey",
+    "credential",
+    "sessionid",
+    "accesskey",
+    "signature",
+    "xapikey",
 ];
 /// Keys that are sensitive only when they are exactly this (after normalising).
-const SENSITIVE_KEYS_EXACT: &[&str] = &["pwd", "auth", "ssn", "pass", "pin", "cvv", "cvc", "session", "jwt"];
+const SENSITIVE_KEYS_EXACT: &[&str] = &[
+    "pwd", "auth", "ssn", "pass", "pin", "cvv", "cvc", "session", "jwt",
+];
 /// Keys that look sensitive but are correlation identifiers TraceLab needs.
-const SAFE_KEYS: &[&str] = &["traceid", "spanid", "parentspanid", "tokencount", "tokens", "tokenizer", "tokentype"];
+const SAFE_KEYS: &[&str] = &[
+    "traceid",
+    "spanid",
+    "parentspanid",
+    "tokencount",
+    "tokens",
+    "tokenizer",
+    "tokentype",
+];
 
 /// Whether a structured key (JSON field, header name) holds a secret.
 pub fn is_sensitive_key(key: &str) -> bool {
-    let k: String = key.chars().filter(|c| *c != '-' && *c != '_' && *c != '.').flat_map(char::to_lowercase).collect();
+    let k: String = key
+        .chars()
+        .filter(|c| *c != '-' && *c != '_' && *c != '.')
+        .flat_map(char::to_lowercase)
+        .collect();
     if SAFE_KEYS.contains(&k.as_str()) {
         return false;
     }
@@ -385,23 +504,34 @@ pub struct Redactor {
 
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Redactor").field("key", &"<redacted>").field("disabled", &self.disabled).finish()
+        f.debug_struct("Redactor")
+            .field("key", &"<redacted>")
+            .field("disabled", &self.disabled)
+            .finish()
     }
 }
 
 impl Redactor {
     /// A redactor keyed with `key` and every detector enabled.
     pub fn new(key: &[u8]) -> Result<Self> {
-        Self::with_config(RedactionConfig { key: key.to_vec(), disabled: Vec::new() })
+        Self::with_config(RedactionConfig {
+            key: key.to_vec(),
+            disabled: Vec::new(),
+        })
     }
 
     pub fn with_config(config: RedactionConfig) -> Result<Self> {
         if config.key.is_empty() {
-            return Err(Error::InvalidArgument("redaction key must not be empty".into()));
+            return Err(Error::InvalidArgument(
+                "redaction key must not be empty".into(),
+            ));
         }
         let mac = <Hmac<Sha256> as Mac>::new_from_slice(&config.key)
             .map_err(|e| Error::InvalidArgument(format!("redaction key: {e}")))?;
-        Ok(Self { mac, disabled: config.disabled })
+        Ok(Self {
+            mac,
+            disabled: config.disabled,
+        })
     }
 
     /// The pseudonym for `value` of `kind`: `<tag:8 hex>`.
@@ -411,7 +541,14 @@ impl Redactor {
         mac.update(&[0]);
         mac.update(value.as_bytes());
         let out = mac.finalize().into_bytes();
-        format!("<{}:{:02x}{:02x}{:02x}{:02x}>", kind.tag(), out[0], out[1], out[2], out[3])
+        format!(
+            "<{}:{:02x}{:02x}{:02x}{:02x}>",
+            kind.tag(),
+            out[0],
+            out[1],
+            out[2],
+            out[3]
+        )
     }
 
     /// Redacts free text.
@@ -454,9 +591,12 @@ impl Redactor {
                             serde_json::Value::String(s) => s.clone(),
                             other => other.to_string(),
                         };
-                        let already = PLACEHOLDER.find(&raw).is_some_and(|m| m.start() == 0 && m.end() == raw.len());
+                        let already = PLACEHOLDER
+                            .find(&raw)
+                            .is_some_and(|m| m.start() == 0 && m.end() == raw.len());
                         if !already {
-                            *v = serde_json::Value::String(self.pseudonym(SecretKind::Secret, &raw));
+                            *v =
+                                serde_json::Value::String(self.pseudonym(SecretKind::Secret, &raw));
                         }
                     } else {
                         self.redact_json(v);
@@ -511,17 +651,23 @@ mod tests {
         let b = r().redact_text("again bob@example.com").into_owned();
         let p = r().pseudonym(SecretKind::Email, "bob@example.com");
         assert!(a.contains(&p) && b.contains(&p), "{a} {b} {p}");
-        let other = Redactor::new(b"other").unwrap().pseudonym(SecretKind::Email, "bob@example.com");
+        let other = Redactor::new(b"other")
+            .unwrap()
+            .pseudonym(SecretKind::Email, "bob@example.com");
         assert_ne!(p, other);
         assert!(p.starts_with("<email:") && p.len() == "<email:>".len() + 8);
     }
 
     #[test]
     fn redaction_is_idempotent() {
-        let once = r().redact_text("password=hunter2 from 10.1.2.3 to alice@corp.io").into_owned();
+        let once = r()
+            .redact_text("password=hunter2 from 10.1.2.3 to alice@corp.io")
+            .into_owned();
         let twice = r().redact_text(&once).into_owned();
         assert_eq!(once, twice);
-        assert!(!once.contains("hunter2") && !once.contains("10.1.2.3") && !once.contains("alice@"));
+        assert!(
+            !once.contains("hunter2") && !once.contains("10.1.2.3") && !once.contains("alice@")
+        );
     }
 
     #[test]
@@ -529,9 +675,15 @@ mod tests {
         let mut v = serde_json::json!({"user": "u1", "password": "p@ss", "nested": {"api_key": 42, "trace_id": "abc", "note": "mail x@y.org"}});
         r().redact_json(&mut v);
         let s = v.to_string();
-        assert!(!s.contains("p@ss") && !s.contains("42") && !s.contains("x@y.org"), "{s}");
+        assert!(
+            !s.contains("p@ss") && !s.contains("42") && !s.contains("x@y.org"),
+            "{s}"
+        );
         assert!(s.contains("\"trace_id\":\"abc\""));
-        let mut h = vec![("Authorization".to_owned(), "Bearer abc.def".to_owned()), ("Accept".to_owned(), "*/*".to_owned())];
+        let mut h = vec![
+            ("Authorization".to_owned(), "Bearer abc.def".to_owned()),
+            ("Accept".to_owned(), "*/*".to_owned()),
+        ];
         r().redact_headers(&mut h);
         assert!(h[0].1.starts_with("<header:"));
         assert_eq!(h[1].1, "*/*");

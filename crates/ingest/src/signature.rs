@@ -28,12 +28,14 @@ fn hash_hex(parts: &[&str]) -> String {
     out[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The stack signature of frames (innermost last): `None` when no frame is in-app.
+/// The stack signature of frames (innermost last): `None` when no in-app
+/// frame names its function (a location alone — a compiler error, a panic
+/// without backtrace — says where, not which code path; see [`location_signature`]).
 pub fn stack_signature(frames: &[Frame], n: usize) -> Option<String> {
     let keys: Vec<String> = frames
         .iter()
         .rev()
-        .filter(|f| f.in_app)
+        .filter(|f| f.in_app && f.function.is_some())
         .take(n.max(1))
         .map(|f| {
             let file = f.file.as_deref().map(signature_path).unwrap_or("");
@@ -46,6 +48,18 @@ pub fn stack_signature(frames: &[Frame], n: usize) -> Option<String> {
     }
     let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
     Some(hash_hex(&refs))
+}
+
+/// The innermost in-app frame's file (last two components), hashed: refines
+/// an error signature when there is no stack signature.
+pub fn location_signature(frames: &[Frame]) -> Option<String> {
+    let file = frames
+        .iter()
+        .rev()
+        .find(|f| f.in_app && f.file.is_some())?
+        .file
+        .as_deref()?;
+    Some(hash_hex(&[&mask_sensitive(signature_path(file))]))
 }
 
 static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
@@ -95,28 +109,56 @@ mod tests {
     use super::*;
 
     fn f(file: &str, func: &str, line: u32, in_app: bool) -> Frame {
-        Frame { file: Some(file.into()), function: Some(func.into()), line: Some(line), in_app }
+        Frame {
+            file: Some(file.into()),
+            function: Some(func.into()),
+            line: Some(line),
+            in_app,
+        }
     }
 
     #[test]
     fn line_numbers_do_not_matter() {
-        let a = vec![f("src/a.py", "main", 1, true), f("lib/x.py", "g", 9, false), f("src/b.py", "h", 3, true)];
-        let b = vec![f("src/a.py", "main", 10, true), f("lib/x.py", "g", 99, false), f("src/b.py", "h", 30, true)];
+        let a = vec![
+            f("src/a.py", "main", 1, true),
+            f("lib/x.py", "g", 9, false),
+            f("src/b.py", "h", 3, true),
+        ];
+        let b = vec![
+            f("src/a.py", "main", 10, true),
+            f("lib/x.py", "g", 99, false),
+            f("src/b.py", "h", 30, true),
+        ];
         assert_eq!(stack_signature(&a, 5), stack_signature(&b, 5));
-        let c = vec![f("src/a.py", "main", 1, true), f("src/b.py", "other", 3, true)];
+        let c = vec![
+            f("src/a.py", "main", 1, true),
+            f("src/b.py", "other", 3, true),
+        ];
         assert_ne!(stack_signature(&a, 5), stack_signature(&c, 5));
         assert_eq!(stack_signature(&[f("x", "y", 1, false)], 5), None);
     }
 
     #[test]
     fn messages_mask_variable_parts() {
-        let a = normalize_message("user 42 not found at 2024-05-01T10:00:00Z in /srv/data/users.db ('alice')");
-        let b = normalize_message("user 7 not found at 2025-01-02T11:12:13Z in /var/x/y.db ('bob')");
+        let a = normalize_message(
+            "user 42 not found at 2024-05-01T10:00:00Z in /srv/data/users.db ('alice')",
+        );
+        let b =
+            normalize_message("user 7 not found at 2025-01-02T11:12:13Z in /var/x/y.db ('bob')");
         assert_eq!(a, b);
         assert_eq!(
-            error_signature(Some("KeyError"), "mail alice@example.com id 3fa85f64-5717-4562-b3fc-2c963f66afa6"),
-            error_signature(Some("KeyError"), "mail <email:0a1b2c3d> id 00000000-5717-4562-b3fc-2c963f66afa6")
+            error_signature(
+                Some("KeyError"),
+                "mail alice@example.com id 3fa85f64-5717-4562-b3fc-2c963f66afa6"
+            ),
+            error_signature(
+                Some("KeyError"),
+                "mail <email:0a1b2c3d> id 00000000-5717-4562-b3fc-2c963f66afa6"
+            )
         );
-        assert_ne!(error_signature(Some("KeyError"), "x"), error_signature(Some("ValueError"), "x"));
+        assert_ne!(
+            error_signature(Some("KeyError"), "x"),
+            error_signature(Some("ValueError"), "x")
+        );
     }
 }

@@ -16,26 +16,43 @@ const REGION_BEFORE: usize = 5;
 const REGION_AFTER: usize = 25;
 const REGION_BYTES: usize = 8 * 1024;
 
-static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z ").unwrap());
+static TIMESTAMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z ").unwrap());
 static STEP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:##\[group\](.+)|section_start:\d+:([\w.-]+)(?:\[[^\]]*\])?.*|\$ (.+)|> Task (:\S+)(?: FAILED)?|\[INFO\] --- (.+?) ---)$").unwrap()
 });
-static RUSTC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(error|warning)(?:\[(E\d{4})\])?: (.+)$").unwrap());
-static RUSTC_LOC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*--> (.+?):(\d+):(\d+)$").unwrap());
-static GCC_LIKE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(\S+?):(\d+):(?:(\d+):)? (?:fatal )?error: (.+?)(?:\s+\[([\w-]+)\])?$").unwrap());
-static GO_BUILD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\S+\.go):(\d+):(\d+): (.+)$").unwrap());
-static TSC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\S+?)\((\d+),(\d+)\): error (TS\d+): (.+)$").unwrap());
-static MAVEN_JAVAC: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\[ERROR\] (?:COMPILATION ERROR : )?(\S+\.(?:java|kt|scala)):\[(\d+),(\d+)\] (.+)$").unwrap());
-static JAVAC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\S+\.java):(\d+): error: (.+)$").unwrap());
-static KOTLINC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^e: (?:file://)?(\S+\.kts?):(\d+):(\d+):? (.+)$").unwrap());
+static RUSTC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(error|warning)(?:\[(E\d{4})\])?: (.+)$").unwrap());
+static RUSTC_LOC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*--> (.+?):(\d+):(\d+)$").unwrap());
+static GCC_LIKE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(\S+?):(\d+):(?:(\d+):)? (?:fatal )?error: (.+?)(?:\s+\[([\w-]+)\])?$").unwrap()
+});
+static GO_BUILD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\S+\.go):(\d+):(\d+): (.+)$").unwrap());
+static TSC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\S+?)\((\d+),(\d+)\): error (TS\d+): (.+)$").unwrap());
+static MAVEN_JAVAC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\[ERROR\] (?:COMPILATION ERROR : )?(\S+\.(?:java|kt|scala)):\[(\d+),(\d+)\] (.+)$",
+    )
+    .unwrap()
+});
+static JAVAC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\S+\.java):(\d+): error: (.+)$").unwrap());
+static KOTLINC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^e: (?:file://)?(\S+\.kts?):(\d+):(\d+):? (.+)$").unwrap());
 static MAVEN_TEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\[ERROR\] (?:Tests run:.*?in )?([\w.$]+)\.([\w$\[\]]+)(?:\(\))?\s+(?:--\s+)?Time elapsed:.*<<< (FAILURE|ERROR)!$").unwrap()
 });
-static GRADLE_TEST: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^([\w.$]+) > (.+?) FAILED$").unwrap());
-static GRADLE_EXC: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\s+([\w.$]+(?:Error|Exception|Failure|Throwable)\w*)(?:: (.*?))?(?: at (\S+?):(\d+))?$").unwrap());
+static GRADLE_TEST: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([\w.$]+) > (.+?) FAILED$").unwrap());
+static GRADLE_EXC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s+([\w.$]+(?:Error|Exception|Failure|Throwable)\w*)(?:: (.*?))?(?: at (\S+?):(\d+))?$",
+    )
+    .unwrap()
+});
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:##\[error\]|error\b|\[ERROR\]|FAILURE: |BUILD FAILED|npm ERR!|npm error|make(?:\[\d+\])?: \*\*\*|ERROR: Job failed|fatal:|FAILED\b|\S+: command not found)").unwrap()
 });
@@ -56,26 +73,42 @@ fn diag(file: &str, line: &str, code: Option<&str>, message: &str, at: usize) ->
     let mut f = Failure::new(FailureKind::BuildError, lang_of(file));
     f.exception_type = Some(code.map_or_else(|| "error".to_owned(), str::to_owned));
     f.message = message.trim().to_owned();
-    f.frames.push(Frame { file: Some(file.to_owned()), function: None, line: line.parse().ok(), in_app: false });
+    f.frames.push(Frame {
+        file: Some(file.to_owned()),
+        function: None,
+        line: line.parse().ok(),
+        in_app: false,
+    });
     f.line = Some(at);
     f
 }
 
 /// Compiler and type-checker diagnostics (errors only) with their locations.
-pub(crate) fn compiler_diagnostics(lines: &[&str], limits: &Limits, parsed: &mut Parsed) -> Vec<usize> {
+pub(crate) fn compiler_diagnostics(
+    lines: &[&str],
+    limits: &Limits,
+    parsed: &mut Parsed,
+) -> Vec<usize> {
     let mut used = Vec::new();
     let cap = MAX_DIAGNOSTICS.min(limits.max_failures + 1);
     let mut found = 0;
     for (i, l) in lines.iter().enumerate() {
         if found >= cap {
-            parsed.diagnostics.push(Diagnostic::info("diagnostics_capped", format!("only the first {cap} compiler errors are reported")));
+            parsed.diagnostics.push(Diagnostic::info(
+                "diagnostics_capped",
+                format!("only the first {cap} compiler errors are reported"),
+            ));
             break;
         }
         let f = if let Some(c) = RUSTC.captures(l) {
             if &c[1] != "error" {
                 continue;
             }
-            let loc = lines.iter().skip(i + 1).take(2).find_map(|n| RUSTC_LOC.captures(n));
+            let loc = lines
+                .iter()
+                .skip(i + 1)
+                .take(2)
+                .find_map(|n| RUSTC_LOC.captures(n));
             match loc {
                 Some(loc) => {
                     let mut f = diag(&loc[1], &loc[2], c.get(2).map(|m| m.as_str()), &c[3], i + 1);
@@ -109,16 +142,29 @@ pub(crate) fn compiler_diagnostics(lines: &[&str], limits: &Limits, parsed: &mut
 pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
     let lines: Vec<&str> = raw_lines
         .iter()
-        .map(|l| if l.as_bytes().first().is_some_and(u8::is_ascii_digit) { TIMESTAMP.find(l).map_or(*l, |m| &l[m.end()..]) } else { l })
+        .map(|l| {
+            if l.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+                TIMESTAMP.find(l).map_or(*l, |m| &l[m.end()..])
+            } else {
+                l
+            }
+        })
         .collect();
     // Step boundaries.
     let mut steps: Vec<(usize, String)> = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        if l.starts_with("##[group]") || l.starts_with("section_start:") || l.starts_with("$ ") || l.starts_with("> Task ") || l.starts_with("[INFO] --- ") {
-            if let Some(c) = STEP.captures(l) {
-                let name = (1..=5).find_map(|g| c.get(g)).map_or("", |m| m.as_str());
-                steps.push((i, name.trim().to_owned()));
-            }
+        let candidate = [
+            "##[group]",
+            "section_start:",
+            "$ ",
+            "> Task ",
+            "[INFO] --- ",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p));
+        if candidate && let Some(c) = STEP.captures(l) {
+            let name = (1..=5).find_map(|g| c.get(g)).map_or("", |m| m.as_str());
+            steps.push((i, name.trim().to_owned()));
         }
     }
     let used = compiler_diagnostics(&lines, limits, parsed);
@@ -157,7 +203,13 @@ pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
                 f.exception_type = Some(e[1].to_owned());
                 f.message = e.get(2).map_or(String::new(), |m| m.as_str().to_owned());
                 if let (Some(file), Some(line)) = (e.get(3), e.get(4)) {
-                    f.frames.push(Frame { file: Some(file.as_str().to_owned()), function: Some(format!("{}.{}", &c[1], c[2].trim_end_matches("()"))), line: line.as_str().parse().ok(), in_app: false });
+                    // Gradle names only the file of the innermost frame, not its function.
+                    f.frames.push(Frame {
+                        file: Some(file.as_str().to_owned()),
+                        function: None,
+                        line: line.as_str().parse().ok(),
+                        in_app: false,
+                    });
                 }
                 next = i + 2;
             }
@@ -174,13 +226,19 @@ pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
     ranges.sort();
     for (a, b) in ranges {
         if a > start {
-            let found = traces::scan(&lines[start..a], start + 1, limits.max_failures + 1 - parsed.failures.len().min(limits.max_failures + 1));
+            let found = traces::scan(
+                &lines[start..a],
+                start + 1,
+                limits.max_failures + 1 - parsed.failures.len().min(limits.max_failures + 1),
+            );
             parsed.failures.extend(found);
         }
         start = start.max(b);
     }
     // Nothing specific: the first error line is the failure.
-    let first_error = lines.iter().position(|l| ERROR_LINE.is_match(l.trim_start()));
+    let first_error = lines
+        .iter()
+        .position(|l| ERROR_LINE.is_match(l.trim_start()));
     if parsed.failures.is_empty() {
         match first_error {
             Some(i) => {
@@ -189,7 +247,10 @@ pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
                 f.line = Some(i + 1);
                 parsed.failures.push(f);
             }
-            None => parsed.diagnostics.push(Diagnostic::info("no_failure_found", "no error line, compiler diagnostic or stack trace found in the log")),
+            None => parsed.diagnostics.push(Diagnostic::info(
+                "no_failure_found",
+                "no error line, compiler diagnostic or stack trace found in the log",
+            )),
         }
     }
     let _ = used;
@@ -199,15 +260,29 @@ pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
         let idx = at.saturating_sub(1).min(lines.len().saturating_sub(1));
         let step = steps.iter().rev().find(|(s, _)| *s <= idx);
         let step_start = step.map_or(0, |(s, _)| *s + 1);
-        let step_end = steps.iter().find(|(s, _)| *s > idx).map_or(lines.len(), |(s, _)| *s);
+        let step_end = steps
+            .iter()
+            .find(|(s, _)| *s > idx)
+            .map_or(lines.len(), |(s, _)| *s);
         let start = idx.saturating_sub(REGION_BEFORE).max(step_start.min(idx));
-        let end = (idx + REGION_AFTER).min(step_end).max(idx + 1).min(lines.len());
-        let excerpt = crate::input::truncate_str(&lines[start..end].join("\n"), REGION_BYTES).to_owned();
+        let end = (idx + REGION_AFTER)
+            .min(step_end)
+            .max(idx + 1)
+            .min(lines.len());
+        let excerpt =
+            crate::input::truncate_str(&lines[start..end].join("\n"), REGION_BYTES).to_owned();
         if let Some((_, name)) = step {
             f.context.insert("step".into(), name.clone());
         }
-        if f.kind == FailureKind::BuildError || f.region.is_none() && f.kind != FailureKind::Exception {
-            f.region = Some(Region { step: step.map(|(_, n)| n.clone()), start_line: start + 1, end_line: end, excerpt });
+        if f.kind == FailureKind::BuildError
+            || f.region.is_none() && f.kind != FailureKind::Exception
+        {
+            f.region = Some(Region {
+                step: step.map(|(_, n)| n.clone()),
+                start_line: start + 1,
+                end_line: end,
+                excerpt,
+            });
         }
     }
 }

@@ -6,12 +6,14 @@ use crate::model::{Diagnostic, Failure, FailureKind, Language, Limits};
 use regex::Regex;
 use std::sync::LazyLock;
 
-static JEST_SUITE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*(FAIL|PASS)\s+(\S+)").unwrap());
+static JEST_SUITE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*(FAIL|PASS)\s+(\S+)").unwrap());
 static JEST_CASE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*● (.+?)\s*$").unwrap());
 static CODE_FRAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*>?\s*\d+ \|").unwrap());
 static CARET_LINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s+\|\s*\^?\s*$").unwrap());
-static ERROR_LINE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^([A-Z]\w*(?:Error|Exception)|Error)(?: \[([A-Z0-9_]+)\])?: ?(.*)$").unwrap());
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^([A-Z]\w*(?:Error|Exception)|Error)(?: \[([A-Z0-9_]+)\])?: ?(.*)$").unwrap()
+});
 
 /// Message lines, JS frames and the error type of a jest/node failure body.
 fn js_body(body: &[&str]) -> Failure {
@@ -99,14 +101,21 @@ pub(crate) fn parse_jest(lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
         i = j;
     }
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "jest output without failed tests"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "jest output without failed tests",
+        ));
     }
 }
 
-static NODE_FAIL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\s*)✖ (.+?) \([\d.]+m?s\)(?: # .*)?$").unwrap());
-static NODE_SUITE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\s*)▶ (.+?)(?: \([\d.]+m?s\))?$").unwrap());
-static TAP_NOT_OK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\s*)not ok \d+ - (.+?)(?: # .*)?$").unwrap());
-static TAP_SUBTEST: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\s*)# Subtest: (.+)$").unwrap());
+static NODE_FAIL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\s*)✖ (.+?) \([\d.]+m?s\)(?: # .*)?$").unwrap());
+static NODE_SUITE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\s*)▶ (.+?)(?: \([\d.]+m?s\))?$").unwrap());
+static TAP_NOT_OK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\s*)not ok \d+ - (.+?)(?: # .*)?$").unwrap());
+static TAP_SUBTEST: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\s*)# Subtest: (.+)$").unwrap());
 
 fn indent_of(l: &str) -> usize {
     l.len() - l.trim_start().len()
@@ -166,7 +175,9 @@ pub(crate) fn parse_node_test(lines: &[&str], limits: &Limits, parsed: &mut Pars
             let title = c[2].to_owned();
             let (f, next) = tap_failure(lines, i + 1, ind);
             if let Some(mut f) = f
-                && f.context.get("failure_type").is_none_or(|t| t != "subtestsFailed")
+                && f.context
+                    .get("failure_type")
+                    .is_none_or(|t| t != "subtestsFailed")
             {
                 f.line = Some(i + 1);
                 f.test_id = Some(test_path(&suites, &title));
@@ -178,13 +189,30 @@ pub(crate) fn parse_node_test(lines: &[&str], limits: &Limits, parsed: &mut Pars
         i += 1;
     }
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "node test output without failed tests"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "node test output without failed tests",
+        ));
     }
 }
 
 fn dedent(text: &str) -> String {
-    let min = text.lines().filter(|l| !l.trim().is_empty()).map(indent_of).min().unwrap_or(0);
-    text.lines().map(|l| if l.len() >= min { &l[min..] } else { l.trim_start() }).collect::<Vec<_>>().join("\n")
+    let min = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(indent_of)
+        .min()
+        .unwrap_or(0);
+    text.lines()
+        .map(|l| {
+            if l.len() >= min {
+                &l[min..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn test_path(suites: &[(usize, String)], title: &str) -> String {
@@ -195,7 +223,7 @@ fn test_path(suites: &[(usize, String)], title: &str) -> String {
 
 /// Reads the YAML diagnostic block after `not ok`: error, name, code, stack.
 fn tap_failure(lines: &[&str], mut i: usize, ind: usize) -> (Option<Failure>, usize) {
-    if !lines.get(i).is_some_and(|l| l.trim() == "---") {
+    if lines.get(i).is_none_or(|l| l.trim() != "---") {
         let mut f = Failure::new(FailureKind::TestFailure, Language::Javascript);
         f.message = "test failed".into();
         return (Some(f), i);
@@ -210,7 +238,10 @@ fn tap_failure(lines: &[&str], mut i: usize, ind: usize) -> (Option<Failure>, us
             match k.as_str() {
                 "error" => f.message = text.trim().to_owned(),
                 "stack" => {
-                    let mut frames: Vec<_> = block.iter().filter_map(|l| js_frame(&format!("    at {}", l.trim()))).collect();
+                    let mut frames: Vec<_> = block
+                        .iter()
+                        .filter_map(|l| js_frame(&format!("    at {}", l.trim())))
+                        .collect();
                     frames.reverse();
                     f.frames = frames;
                 }
@@ -237,10 +268,12 @@ fn tap_failure(lines: &[&str], mut i: usize, ind: usize) -> (Option<Failure>, us
                 "error" => f.message = v.trim_matches('\'').to_owned(),
                 "name" => f.exception_type = Some(v.trim_matches('\'').to_owned()),
                 "code" => {
-                    f.context.insert("code".into(), v.trim_matches('\'').to_owned());
+                    f.context
+                        .insert("code".into(), v.trim_matches('\'').to_owned());
                 }
                 "failureType" => {
-                    f.context.insert("failure_type".into(), v.trim_matches('\'').to_owned());
+                    f.context
+                        .insert("failure_type".into(), v.trim_matches('\'').to_owned());
                 }
                 _ => {}
             }

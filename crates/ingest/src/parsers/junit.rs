@@ -44,7 +44,10 @@ enum Sink {
 }
 
 fn attr(e: &BytesStart<'_>, name: &[u8]) -> Option<String> {
-    e.attributes().flatten().find(|a| a.key.local_name().as_ref() == name).and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.local_name().as_ref() == name)
+        .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
 }
 
 fn push_capped(buf: &mut String, s: &str) {
@@ -67,7 +70,13 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
             Ok(ev) => ev,
             Err(e) => {
                 let line = line_of(text, pos);
-                parsed.diagnostics.push(Diagnostic::error("malformed_xml", format!("JUnit XML is malformed: {e}; kept the test cases before it")).at(line));
+                parsed.diagnostics.push(
+                    Diagnostic::error(
+                        "malformed_xml",
+                        format!("JUnit XML is malformed: {e}; kept the test cases before it"),
+                    )
+                    .at(line),
+                );
                 break;
             }
         };
@@ -77,21 +86,22 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
                 if !empty {
                     depth += 1;
                     if depth > MAX_DEPTH {
-                        parsed.diagnostics.push(Diagnostic::error("too_deep", format!("XML nesting deeper than {MAX_DEPTH} levels; stopped")));
+                        parsed.diagnostics.push(Diagnostic::error(
+                            "too_deep",
+                            format!("XML nesting deeper than {MAX_DEPTH} levels; stopped"),
+                        ));
                         break;
                     }
                 }
                 match e.local_name().as_ref() {
-                    b"testsuite" => {
-                        if !empty {
-                            suites.push(attr(e, b"name").unwrap_or_default());
-                        }
-                    }
+                    b"testsuite" if !empty => suites.push(attr(e, b"name").unwrap_or_default()),
                     b"testcase" => {
                         cases += 1;
                         let c = Case {
                             name: attr(e, b"name").unwrap_or_default(),
-                            classname: attr(e, b"classname").or_else(|| attr(e, b"class")).unwrap_or_default(),
+                            classname: attr(e, b"classname")
+                                .or_else(|| attr(e, b"class"))
+                                .unwrap_or_default(),
                             file: attr(e, b"file"),
                             suite: suites.last().cloned().unwrap_or_default(),
                             line: line_of(text, pos),
@@ -133,7 +143,7 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
                         if let Some(c) = case.take()
                             && c.outcome.is_some()
                         {
-                            if parsed.failures.len() >= limits.max_failures + 1 {
+                            if parsed.failures.len() > limits.max_failures {
                                 continue;
                             }
                             parsed.failures.push(case_failure(c));
@@ -150,7 +160,8 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
                     Ok(Some(ch)) => ch.to_string(),
                     _ => {
                         let name = r.decode().unwrap_or_default();
-                        quick_xml::escape::resolve_predefined_entity(&name).map_or_else(|| format!("&{name};"), str::to_owned)
+                        quick_xml::escape::resolve_predefined_entity(&name)
+                            .map_or_else(|| format!("&{name};"), str::to_owned)
                     }
                 };
                 append(&mut case, sink, &s);
@@ -160,7 +171,10 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
         }
     }
     if cases == 0 {
-        parsed.diagnostics.push(Diagnostic::warning("no_test_cases", "the JUnit XML contains no <testcase> elements"));
+        parsed.diagnostics.push(Diagnostic::warning(
+            "no_test_cases",
+            "the JUnit XML contains no <testcase> elements",
+        ));
     }
 }
 
@@ -180,13 +194,21 @@ fn append(case: &mut Option<Case>, sink: Sink, s: &str) {
 
 fn line_of(text: &str, pos: usize) -> usize {
     let pos = pos.min(text.len());
-    text.as_bytes()[..pos].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..pos]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Test types that say nothing about the error.
 fn meaningful_type(ty: &str) -> bool {
     let t = ty.trim();
-    !t.is_empty() && !matches!(t.to_ascii_lowercase().as_str(), "failure" | "failed" | "error" | "test failure" | "assertionfailure")
+    !t.is_empty()
+        && !matches!(
+            t.to_ascii_lowercase().as_str(),
+            "failure" | "failed" | "error" | "test failure" | "assertionfailure"
+        )
         && !t.starts_with("test failure")
 }
 
@@ -209,11 +231,16 @@ fn case_failure(mut c: Case) -> Failure {
         merge_trace(&mut f, t);
     } else if let Some(p) = python_runners::pytest_repr(body) {
         merge_trace(&mut f, p);
-    } else if let Some(g) = go_test::failure_from_output(&c.name, &body.lines().collect::<Vec<_>>()) {
+    } else if let Some(g) = go_test::failure_from_output(&c.name, &body.lines().collect::<Vec<_>>())
+    {
         merge_trace(&mut f, g);
     } else {
         f.exception_type = outcome.ty.clone().filter(|t| meaningful_type(t));
-        f.message = outcome.message.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| body.to_owned());
+        f.message = outcome
+            .message
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| body.to_owned());
     }
     if f.exception_type.is_none() {
         f.exception_type = outcome.ty.clone().filter(|t| meaningful_type(t));
@@ -225,6 +252,17 @@ fn case_failure(mut c: Case) -> Failure {
         f.language = guess_language(&c);
     }
     java_like |= f.language == Language::Java;
+    // go-junit-report: classname is the package; qualify `t.Error` frames like the runtime does.
+    if f.language == Language::Go && !c.classname.is_empty() {
+        for fr in &mut f.frames {
+            if let Some(func) = fr.function.as_mut()
+                && func.starts_with("Test")
+                && !func.contains('.')
+            {
+                *func = format!("{}.{func}", c.classname);
+            }
+        }
+    }
     f.test_id = Some(test_id(&c, java_like));
     f
 }
@@ -259,5 +297,9 @@ fn test_id(c: &Case, java_like: bool) -> String {
     if c.classname.contains(' ') && c.classname.ends_with(&c.name) {
         return c.classname.clone();
     }
-    if java_like { format!("{}.{}", c.classname, c.name) } else { format!("{}::{}", c.classname, c.name) }
+    if java_like {
+        format!("{}.{}", c.classname, c.name)
+    } else {
+        format!("{}::{}", c.classname, c.name)
+    }
 }

@@ -26,13 +26,64 @@ pub struct LogRecord {
     pub span_id: Option<String>,
 }
 
-const LEVEL_KEYS: &[&str] = &["level", "severity", "levelname", "log.level", "severity_text", "severityText", "lvl", "loglevel", "log_level", "@l"];
-const MESSAGE_KEYS: &[&str] = &["message", "msg", "body", "@message", "@m", "@mt", "log", "text", "event"];
-const TIME_KEYS: &[&str] = &["timestamp", "time", "ts", "@timestamp", "@t", "datetime", "asctime"];
-const TRACE_KEYS: &[&str] = &["trace_id", "traceId", "traceid", "trace.id", "dd.trace_id", "logging.googleapis.com/trace", "otelTraceID"];
-const SPAN_KEYS: &[&str] = &["span_id", "spanId", "spanid", "span.id", "dd.span_id", "logging.googleapis.com/spanId", "otelSpanID"];
-const SERVICE_KEYS: &[&str] = &["service", "service.name", "service_name", "app", "application", "dd.service"];
-const LOGGER_KEYS: &[&str] = &["logger", "logger_name", "loggerName", "name", "log.logger", "caller"];
+const LEVEL_KEYS: &[&str] = &[
+    "level",
+    "severity",
+    "levelname",
+    "log.level",
+    "severity_text",
+    "severityText",
+    "lvl",
+    "loglevel",
+    "log_level",
+    "@l",
+];
+const MESSAGE_KEYS: &[&str] = &[
+    "message", "msg", "body", "@message", "@m", "@mt", "log", "text", "event",
+];
+const TIME_KEYS: &[&str] = &[
+    "timestamp",
+    "time",
+    "ts",
+    "@timestamp",
+    "@t",
+    "datetime",
+    "asctime",
+];
+const TRACE_KEYS: &[&str] = &[
+    "trace_id",
+    "traceId",
+    "traceid",
+    "trace.id",
+    "dd.trace_id",
+    "logging.googleapis.com/trace",
+    "otelTraceID",
+];
+const SPAN_KEYS: &[&str] = &[
+    "span_id",
+    "spanId",
+    "spanid",
+    "span.id",
+    "dd.span_id",
+    "logging.googleapis.com/spanId",
+    "otelSpanID",
+];
+const SERVICE_KEYS: &[&str] = &[
+    "service",
+    "service.name",
+    "service_name",
+    "app",
+    "application",
+    "dd.service",
+];
+const LOGGER_KEYS: &[&str] = &[
+    "logger",
+    "logger_name",
+    "loggerName",
+    "name",
+    "log.logger",
+    "caller",
+];
 
 /// Looks a key up directly, then as a dotted path (`error.stack` in `{"error":{"stack":..}}`).
 fn get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -57,7 +108,9 @@ fn as_text(v: &Value) -> Option<String> {
 }
 
 fn first_text(map: &Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| get(map, k).and_then(as_text)).filter(|s| !s.is_empty())
+    keys.iter()
+        .find_map(|k| get(map, k).and_then(as_text))
+        .filter(|s| !s.is_empty())
 }
 
 impl LogRecord {
@@ -67,7 +120,11 @@ impl LogRecord {
         let mut r = LogRecord {
             timestamp: first_text(&map, TIME_KEYS),
             severity_text: first_text(&map, LEVEL_KEYS),
-            severity_number: map.get("severity_number").or_else(|| map.get("severityNumber")).and_then(Value::as_i64).map(|n| n as i32),
+            severity_number: map
+                .get("severity_number")
+                .or_else(|| map.get("severityNumber"))
+                .and_then(Value::as_i64)
+                .map(|n| n as i32),
             body: first_text(&map, MESSAGE_KEYS).unwrap_or_default(),
             trace_id: first_text(&map, TRACE_KEYS),
             span_id: first_text(&map, SPAN_KEYS),
@@ -102,18 +159,54 @@ impl LogRecord {
         self.severity_text.as_deref().is_some_and(|s| {
             matches!(
                 s.to_ascii_lowercase().as_str(),
-                "error" | "err" | "fatal" | "critical" | "crit" | "alert" | "emerg" | "emergency" | "panic" | "severe" | "dpanic" | "e" | "f"
+                "error"
+                    | "err"
+                    | "fatal"
+                    | "critical"
+                    | "crit"
+                    | "alert"
+                    | "emerg"
+                    | "emergency"
+                    | "panic"
+                    | "severe"
+                    | "dpanic"
+                    | "e"
+                    | "f"
             )
         })
     }
 }
 
 const STACK_KEYS: &[&str] = &[
-    "exception.stacktrace", "exc_info", "stack_trace", "stacktrace", "stack", "err.stack", "error.stack", "error.stack_trace",
-    "exception", "exception.stack", "traceback", "error.stacktrace", "throwable",
+    "exception.stacktrace",
+    "exc_info",
+    "stack_trace",
+    "stacktrace",
+    "stack",
+    "err.stack",
+    "error.stack",
+    "error.stack_trace",
+    "exception",
+    "exception.stack",
+    "traceback",
+    "error.stacktrace",
+    "throwable",
 ];
-const ERROR_TYPE_KEYS: &[&str] = &["exception.type", "error.type", "err.type", "error.kind", "exc_type", "exception.class"];
-const ERROR_MESSAGE_KEYS: &[&str] = &["exception.message", "error.message", "err.message", "error", "err"];
+const ERROR_TYPE_KEYS: &[&str] = &[
+    "exception.type",
+    "error.type",
+    "err.type",
+    "error.kind",
+    "exc_type",
+    "exception.class",
+];
+const ERROR_MESSAGE_KEYS: &[&str] = &[
+    "exception.message",
+    "error.message",
+    "err.message",
+    "error",
+    "err",
+];
 
 /// Turns one record into a failure when it is an error or carries an exception.
 pub fn failure_from_record(record: &LogRecord) -> Option<Failure> {
@@ -129,8 +222,15 @@ pub fn failure_from_record(record: &LogRecord) -> Option<Failure> {
         return None;
     }
     let mut f = Failure::new(FailureKind::LogError, Language::Unknown);
-    let body_trace = if record.body.contains('\n') { first_trace(&record.body) } else { None };
-    let trace = stack.as_deref().and_then(|s| first_trace(s).or_else(|| go_stack(s))).or(body_trace);
+    let body_trace = if record.body.contains('\n') {
+        first_trace(&record.body)
+    } else {
+        None
+    };
+    let trace = stack
+        .as_deref()
+        .and_then(|s| first_trace(s).or_else(|| go_stack(s)))
+        .or(body_trace);
     match trace {
         Some(t) => merge_trace(&mut f, t),
         None => {
@@ -161,7 +261,9 @@ pub fn failure_from_record(record: &LogRecord) -> Option<Failure> {
     if let Some(l) = &record.severity_text {
         ctx.insert("level".into(), l.clone());
     }
-    if let Some(s) = first_text(&record.resource, &["service.name"]).or_else(|| first_text(attrs, SERVICE_KEYS)) {
+    if let Some(s) =
+        first_text(&record.resource, &["service.name"]).or_else(|| first_text(attrs, SERVICE_KEYS))
+    {
         ctx.insert("service".into(), s);
     }
     if let Some(s) = first_text(attrs, LOGGER_KEYS) {
@@ -230,7 +332,14 @@ pub(crate) fn parse_json_lines(lines: &[&str], limits: &Limits, parsed: &mut Par
         let depth = json_depth(t);
         if depth > limits.max_json_depth {
             parsed.diagnostics.push(
-                Diagnostic::warning("json_too_deep", format!("JSON nested {depth} levels deep (limit {}); line skipped", limits.max_json_depth)).at(i + 1),
+                Diagnostic::warning(
+                    "json_too_deep",
+                    format!(
+                        "JSON nested {depth} levels deep (limit {}); line skipped",
+                        limits.max_json_depth
+                    ),
+                )
+                .at(i + 1),
             );
             continue;
         }
@@ -248,7 +357,13 @@ pub(crate) fn parse_json_lines(lines: &[&str], limits: &Limits, parsed: &mut Par
         }
     }
     if invalid > 0 {
-        parsed.diagnostics.push(Diagnostic::warning("invalid_json", format!("{invalid} lines are not valid JSON objects")).at(first_invalid.unwrap_or(1)));
+        parsed.diagnostics.push(
+            Diagnostic::warning(
+                "invalid_json",
+                format!("{invalid} lines are not valid JSON objects"),
+            )
+            .at(first_invalid.unwrap_or(1)),
+        );
     }
     // Plain lines between JSON records (a crash printed to stderr) may hold traces.
     if !plain.is_empty() {
@@ -274,9 +389,13 @@ mod tests {
     fn numeric_levels_and_otel_severity() {
         let r = LogRecord::from_json(serde_json::from_str(r#"{"level":50,"msg":"boom"}"#).unwrap());
         assert!(r.is_error());
-        let r = LogRecord { severity_number: Some(17), ..LogRecord::default() };
+        let r = LogRecord {
+            severity_number: Some(17),
+            ..LogRecord::default()
+        };
         assert!(r.is_error());
-        let r = LogRecord::from_json(serde_json::from_str(r#"{"level":"info","msg":"ok"}"#).unwrap());
+        let r =
+            LogRecord::from_json(serde_json::from_str(r#"{"level":"info","msg":"ok"}"#).unwrap());
         assert!(!r.is_error());
     }
 }

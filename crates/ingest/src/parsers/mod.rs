@@ -48,7 +48,10 @@ pub(crate) fn dispatch(format: DetectedFormat, text: &str, limits: &Limits) -> P
 fn parse_text(lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
     parsed.failures = traces::scan(lines, 1, limits.max_failures + 1);
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "no stack trace or known failure format found in the text"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "no stack trace or known failure format found in the text",
+        ));
     }
 }
 

@@ -6,12 +6,14 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static PYTEST_BANNER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^=+ (.+?) =+$").unwrap());
-static PYTEST_SECTION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^_{3,} (.+?) _{3,}$").unwrap());
+static PYTEST_SECTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^_{3,} (.+?) _{3,}$").unwrap());
 static PYTEST_SUMMARY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$").unwrap());
 static PYTEST_LOCATION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(\S[^:]*?\.py):(\d+):(?: (?:in (\S+)|(.*)))?$").unwrap());
-static PYTEST_DEF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[> ]\s*(?:async )?def (\w+)\(").unwrap());
+static PYTEST_DEF: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[> ]?\s*(?:async )?def (\w+)\(").unwrap());
 static PY_EXC_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failed|Failure|Iteration)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Error)(?::\s?(.*))?$").unwrap()
 });
@@ -32,16 +34,27 @@ pub(crate) fn pytest_repr(body: &str) -> Option<Failure> {
             last_def = Some(c[1].to_owned());
             continue;
         }
-        if let Some(rest) = line.strip_prefix('E') {
-            if rest.is_empty() || rest.starts_with(' ') {
-                e_lines.push(rest.trim_start());
-                continue;
-            }
+        if let Some(rest) = line.strip_prefix('E')
+            && (rest.is_empty() || rest.starts_with(' '))
+        {
+            e_lines.push(rest.trim_start());
+            continue;
         }
         if let Some(c) = PYTEST_LOCATION.captures(line) {
-            let function = c.get(3).map(|m| m.as_str().to_owned()).or_else(|| last_def.take());
-            frames.push(Frame { file: Some(c[1].to_owned()), function, line: c[2].parse().ok(), in_app: false });
-            final_type = c.get(4).map(|m| m.as_str().trim().to_owned()).filter(|s| !s.is_empty());
+            let function = c
+                .get(3)
+                .map(|m| m.as_str().to_owned())
+                .or_else(|| last_def.take());
+            frames.push(Frame {
+                file: Some(c[1].to_owned()),
+                function,
+                line: c[2].parse().ok(),
+                in_app: false,
+            });
+            final_type = c
+                .get(4)
+                .map(|m| m.as_str().trim().to_owned())
+                .filter(|s| !s.is_empty());
         }
     }
     if frames.is_empty() && e_lines.is_empty() {
@@ -128,23 +141,39 @@ pub(crate) fn parse_pytest(lines: &[&str], limits: &Limits, parsed: &mut Parsed)
         let body = lines[start + 1..end].join("\n");
         let mut f = Failure::new(FailureKind::TestFailure, Language::Python);
         f.line = Some(start + 1);
-        let trace = first_trace(&body).filter(|t| t.language == Language::Python).or_else(|| pytest_repr(&body));
+        let trace = first_trace(&body)
+            .filter(|t| t.language == Language::Python)
+            .or_else(|| pytest_repr(&body));
         match trace {
             Some(t) => merge_trace(&mut f, t),
             None => {
                 f.message = body.trim().lines().last().unwrap_or("").to_owned();
-                parsed.diagnostics.push(Diagnostic::warning("unrecognised_section", format!("pytest section `{title}` has no traceback")).at(start + 1));
+                parsed.diagnostics.push(
+                    Diagnostic::warning(
+                        "unrecognised_section",
+                        format!("pytest section `{title}` has no traceback"),
+                    )
+                    .at(start + 1),
+                );
             }
         }
         let (phase, name) = match title.split_once(" at ") {
-            Some((p, rest)) if p == "ERROR" => (Some(rest.split(' ').next().unwrap_or("").to_owned()), rest.split(" of ").nth(1).unwrap_or(rest).to_owned()),
-            _ => (None, title.trim_start_matches("ERROR collecting ").to_owned()),
+            Some(("ERROR", rest)) => (
+                Some(rest.split(' ').next().unwrap_or("").to_owned()),
+                rest.split(" of ").nth(1).unwrap_or(rest).to_owned(),
+            ),
+            _ => (
+                None,
+                title.trim_start_matches("ERROR collecting ").to_owned(),
+            ),
         };
         if let Some(p) = phase {
             f.context.insert("phase".into(), p);
         }
         let wanted = name.replace('.', "::");
-        let found = summaries.iter().enumerate().find(|(k, s)| !used[*k] && (s.nodeid.ends_with(&format!("::{wanted}")) || s.nodeid == name));
+        let found = summaries.iter().enumerate().find(|(k, s)| {
+            !used[*k] && (s.nodeid.ends_with(&format!("::{wanted}")) || s.nodeid == name)
+        });
         f.test_id = Some(match found {
             Some((k, s)) => {
                 used[k] = true;
@@ -182,7 +211,10 @@ pub(crate) fn parse_pytest(lines: &[&str], limits: &Limits, parsed: &mut Parsed)
         parsed.failures.push(f);
     }
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "pytest output without failures"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "pytest output without failures",
+        ));
     }
 }
 
@@ -194,16 +226,26 @@ pub(crate) fn parse_unittest(lines: &[&str], limits: &Limits, parsed: &mut Parse
     let is_rule = |l: &str, c: char| l.len() >= 50 && l.chars().all(|x| x == c);
     let mut i = 0;
     while i < lines.len() {
-        if !(is_rule(lines[i], '=') && lines.get(i + 1).is_some_and(|l| UNITTEST_HEADER.is_match(l))) {
+        if !(is_rule(lines[i], '=')
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| UNITTEST_HEADER.is_match(l)))
+        {
             i += 1;
             continue;
         }
         if parsed.failures.len() > limits.max_failures {
             break;
         }
-        let c = UNITTEST_HEADER.captures(lines[i + 1]).expect("checked above");
+        let c = UNITTEST_HEADER
+            .captures(lines[i + 1])
+            .expect("checked above");
         let (outcome, name, paren) = (&c[1], &c[2], &c[3]);
-        let mut test_id = if paren.ends_with(&format!(".{name}")) || paren == name { paren.to_owned() } else { format!("{paren}.{name}") };
+        let mut test_id = if paren.ends_with(&format!(".{name}")) || paren == name {
+            paren.to_owned()
+        } else {
+            format!("{paren}.{name}")
+        };
         if let Some(params) = c.get(4) {
             test_id.push(' ');
             test_id.push_str(params.as_str());
@@ -216,7 +258,10 @@ pub(crate) fn parse_unittest(lines: &[&str], limits: &Limits, parsed: &mut Parse
         }
         let body_start = j + 1;
         let mut k = body_start;
-        while k < lines.len() && !is_rule(lines[k], '=') && !(is_rule(lines[k], '-') && lines.get(k + 1).is_some_and(|l| l.starts_with("Ran "))) {
+        while k < lines.len()
+            && !is_rule(lines[k], '=')
+            && !(is_rule(lines[k], '-') && lines.get(k + 1).is_some_and(|l| l.starts_with("Ran ")))
+        {
             k += 1;
         }
         let body = lines[body_start.min(k)..k].join("\n");
@@ -224,7 +269,8 @@ pub(crate) fn parse_unittest(lines: &[&str], limits: &Limits, parsed: &mut Parse
         f.line = Some(start + 1);
         f.test_id = Some(test_id);
         if outcome != "FAIL" {
-            f.context.insert("outcome".into(), outcome.to_ascii_lowercase());
+            f.context
+                .insert("outcome".into(), outcome.to_ascii_lowercase());
         }
         match first_trace(&body) {
             Some(t) => merge_trace(&mut f, t),
@@ -234,6 +280,9 @@ pub(crate) fn parse_unittest(lines: &[&str], limits: &Limits, parsed: &mut Parse
         i = k;
     }
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "unittest output without FAIL or ERROR sections"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "unittest output without FAIL or ERROR sections",
+        ));
     }
 }

@@ -6,8 +6,10 @@ use regex::Regex;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static CARGO_SECTION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^---- (.+) stdout ----$").unwrap());
-static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^test (.+?) \.\.\. FAILED$").unwrap());
+static CARGO_SECTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^---- (.+) stdout ----$").unwrap());
+static CARGO_FAILED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^test (.+?) \.\.\. FAILED$").unwrap());
 static CARGO_RUNNING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*Running (?:unittests |tests/|benches/)?\S*? ?\((?:[^)]*/)?deps/([\w-]+?)-[0-9a-f]+(?:\.exe)?\)$").unwrap()
 });
@@ -39,7 +41,11 @@ pub(crate) fn parse_cargo_test(lines: &[&str], limits: &Limits, parsed: &mut Par
         } else if let Some(c) = CARGO_SECTION.captures(l) {
             let name = c[1].to_owned();
             let mut j = i + 1;
-            while j < lines.len() && !CARGO_SECTION.is_match(lines[j]) && lines[j] != "failures:" && !lines[j].starts_with("test result:") {
+            while j < lines.len()
+                && !CARGO_SECTION.is_match(lines[j])
+                && lines[j] != "failures:"
+                && !lines[j].starts_with("test result:")
+            {
                 j += 1;
             }
             if parsed.failures.len() <= limits.max_failures {
@@ -57,7 +63,9 @@ pub(crate) fn parse_cargo_test(lines: &[&str], limits: &Limits, parsed: &mut Par
     }
     // Tests reported FAILED without captured output (e.g. `--nocapture`, should_panic).
     for (bin, name, line) in failed {
-        if seen.contains_key(&(bin.clone(), name.clone())) || parsed.failures.len() > limits.max_failures {
+        if seen.contains_key(&(bin.clone(), name.clone()))
+            || parsed.failures.len() > limits.max_failures
+        {
             continue;
         }
         let mut f = Failure::new(FailureKind::TestFailure, Language::Rust);
@@ -70,7 +78,10 @@ pub(crate) fn parse_cargo_test(lines: &[&str], limits: &Limits, parsed: &mut Par
         parsed.failures.push(f);
     }
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "cargo test output without failed tests"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "cargo test output without failed tests",
+        ));
     }
 }
 
@@ -80,7 +91,8 @@ static NEXTEST_STATUS: LazyLock<Regex> = LazyLock::new(|| {
 static NEXTEST_OUTPUT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:──── |--- )STD(?:OUT|ERR):\s+(\S+) (.+?)(?: ---)?\s*$").unwrap()
 });
-static NEXTEST_INDENTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s+(?:stdout|stderr|output) ─+$").unwrap());
+static NEXTEST_INDENTED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s+(?:stdout|stderr|output) ─+$").unwrap());
 
 pub(crate) fn parse_nextest(lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
     // (binary, test) -> collected output and first line.
@@ -94,7 +106,11 @@ pub(crate) fn parse_nextest(lines: &[&str], limits: &Limits, parsed: &mut Parsed
             let key = (c[2].to_owned(), c[3].to_owned());
             let status = c[1].to_owned();
             current = None;
-            if status != "PASS" && status != "SKIP" && status != "FLAKY" && !status.starts_with("TRY") {
+            if status != "PASS"
+                && status != "SKIP"
+                && status != "FLAKY"
+                && !status.starts_with("TRY")
+            {
                 if !outputs.contains_key(&key) {
                     order.push(key.clone());
                     outputs.insert(key.clone(), (String::new(), i + 1, status));
@@ -110,7 +126,10 @@ pub(crate) fn parse_nextest(lines: &[&str], limits: &Limits, parsed: &mut Parsed
             current = Some(key);
         } else if NEXTEST_INDENTED.is_match(l) {
             // Newer nextest indents captured output under the status line.
-        } else if l.starts_with("────────────") || l.trim_start().starts_with("Summary [") || l.trim_start().starts_with("Cancelling") {
+        } else if l.starts_with("────────────")
+            || l.trim_start().starts_with("Summary [")
+            || l.trim_start().starts_with("Cancelling")
+        {
             current = None;
         } else if let Some(k) = &current
             && let Some(out) = outputs.get_mut(k)
@@ -125,8 +144,18 @@ pub(crate) fn parse_nextest(lines: &[&str], limits: &Limits, parsed: &mut Parsed
         if parsed.failures.len() > limits.max_failures {
             break;
         }
-        let Some((body, line, status)) = outputs.remove(&key) else { continue };
+        let Some((body, line, status)) = outputs.remove(&key) else {
+            continue;
+        };
         let mut f = panic_failure(&key.1, &body, line);
+        if f.exception_type.is_none() {
+            // No panic: the process died (signal, timeout) or failed silently.
+            f.message = if status == "FAIL" {
+                "test failed without a panic message".into()
+            } else {
+                format!("test process ended with {status}")
+            };
+        }
         f.context.insert("binary".into(), key.0);
         if status != "FAIL" {
             f.context.insert("status".into(), status.clone());
@@ -137,6 +166,9 @@ pub(crate) fn parse_nextest(lines: &[&str], limits: &Limits, parsed: &mut Parsed
         parsed.failures.push(f);
     }
     if parsed.failures.is_empty() {
-        parsed.diagnostics.push(Diagnostic::info("no_failure_found", "nextest output without failed tests"));
+        parsed.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "nextest output without failed tests",
+        ));
     }
 }

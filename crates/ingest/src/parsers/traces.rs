@@ -48,14 +48,20 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     if line.starts_with("thread '") || line.starts_with("thread '<unnamed>'") {
         return rust_panic(lines, i);
     }
-    if line.starts_with("panic: ") || line.starts_with("fatal error: ") || GO_SIGNAL.is_match(line) {
+    if line.starts_with("panic: ") || line.starts_with("fatal error: ") || GO_SIGNAL.is_match(line)
+    {
         return go_panic(lines, i);
     }
-    if line.starts_with("Error: ") && let Some(r) = rust_error(lines, i) {
+    if line.starts_with("Error: ")
+        && let Some(r) = rust_error(lines, i)
+    {
         return Some(r);
     }
     // Java and JS headers are only worth a regex when a frame follows soon.
-    let frame_follows = lines[i + 1..].iter().take(MAX_MESSAGE_LINES).any(|l| l.trim_start().starts_with("at "));
+    let frame_follows = lines[i + 1..]
+        .iter()
+        .take(MAX_MESSAGE_LINES)
+        .any(|l| l.trim_start().starts_with("at "));
     if frame_follows && !line.trim_start().starts_with("at ") {
         if let Some(r) = java(lines, i) {
             return Some(r);
@@ -71,9 +77,8 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
 
 static PY_FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"^\s*File "([^"]*)", line (\d+)(?:, in (.+))?$"#).unwrap());
-static PY_EXC: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::\s?(.*))?$").unwrap()
-});
+static PY_EXC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::\s?(.*))?$").unwrap());
 const PY_CONTEXT: &str = "During handling of the above exception, another exception occurred:";
 const PY_CAUSE: &str = "The above exception was the direct cause of the following exception:";
 
@@ -93,7 +98,11 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     // A log prefix (`app_1 | `, `2024-01-01 ERROR `) repeated on every line is removed.
     let prefix: String = {
         let p = &lines[start][..pos];
-        if p.trim().is_empty() { p.to_owned() } else if lines.get(start + 1).is_some_and(|l| l.starts_with(p)) { p.to_owned() } else { String::new() }
+        if p.trim().is_empty() || lines.get(start + 1).is_some_and(|l| l.starts_with(p)) {
+            p.to_owned()
+        } else {
+            String::new()
+        }
     };
     let mut chain: Vec<Exc> = Vec::new();
     let mut relation = String::new();
@@ -105,7 +114,11 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         while i < lines.len() {
             let l = strip(lines[i], &prefix);
             if let Some(c) = PY_FRAME.captures(l) {
-                frames.push(frame(Some(&c[1]), c.get(3).map(|m| m.as_str()), c[2].parse().ok()));
+                frames.push(frame(
+                    Some(&c[1]),
+                    c.get(3).map(|m| m.as_str()),
+                    c[2].parse().ok(),
+                ));
                 i += 1;
             } else if l.starts_with(' ') || l.starts_with('\t') {
                 // Source line, caret line, `[Previous line repeated N more times]`.
@@ -118,7 +131,10 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
             Some(l) if !l.trim().is_empty() => {
                 i += 1;
                 match PY_EXC.captures(l) {
-                    Some(c) => (Some(c[1].to_owned()), c.get(2).map_or(String::new(), |m| m.as_str().to_owned())),
+                    Some(c) => (
+                        Some(c[1].to_owned()),
+                        c.get(2).map_or(String::new(), |m| m.as_str().to_owned()),
+                    ),
                     None => (None, l.to_owned()),
                 }
             }
@@ -128,7 +144,11 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         let mut extra = 0;
         while i < lines.len() && extra < MAX_MESSAGE_LINES {
             let l = strip(lines[i], &prefix);
-            if l.trim().is_empty() || l.contains("Traceback (most recent call last):") || l == PY_CONTEXT || l == PY_CAUSE {
+            if l.trim().is_empty()
+                || l.contains("Traceback (most recent call last):")
+                || l == PY_CONTEXT
+                || l == PY_CAUSE
+            {
                 break;
             }
             // The next log record usually starts with a timestamp or level; stop there.
@@ -140,7 +160,12 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
             i += 1;
             extra += 1;
         }
-        chain.push(Exc { relation: std::mem::take(&mut relation), exception_type, message, frames });
+        chain.push(Exc {
+            relation: std::mem::take(&mut relation),
+            exception_type,
+            message,
+            frames,
+        });
         // Chained exception?
         let mut j = i;
         while j < lines.len() && strip(lines[j], &prefix).trim().is_empty() && j < i + 3 {
@@ -156,7 +181,10 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         while k < lines.len() && strip(lines[k], &prefix).trim().is_empty() && k < j + 3 {
             k += 1;
         }
-        if !lines.get(k).is_some_and(|l| l.contains("Traceback (most recent call last):")) {
+        if !lines
+            .get(k)
+            .is_some_and(|l| l.contains("Traceback (most recent call last):"))
+        {
             break;
         }
         relation = rel.to_owned();
@@ -171,7 +199,12 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     // Relations describe how each older exception relates to the newer one.
     let mut rel_to_newer = primary.relation;
     for e in chain.into_iter().rev() {
-        f.causes.push(Cause { relation: rel_to_newer, exception_type: e.exception_type, message: e.message, frames: e.frames });
+        f.causes.push(Cause {
+            relation: rel_to_newer,
+            exception_type: e.exception_type,
+            message: e.message,
+            frames: e.frames,
+        });
         rel_to_newer = e.relation;
     }
     Some((f, i))
@@ -206,16 +239,27 @@ fn java_frame(line: &str) -> Option<Frame> {
     let loc = &c[2];
     let (file_name, line) = match loc.rsplit_once(':') {
         Some((f, l)) => (Some(f), l.trim().parse().ok()),
-        None if loc.ends_with(".java") || loc.ends_with(".kt") || loc.ends_with(".scala") || loc.ends_with(".groovy") => {
+        None if loc.ends_with(".java")
+            || loc.ends_with(".kt")
+            || loc.ends_with(".scala")
+            || loc.ends_with(".groovy") =>
+        {
             (Some(loc), None)
         }
         None => (None, None),
     };
     // The class's package gives the path: com.acme.Foo$Inner -> com/acme/Foo.java.
     let class = func.rsplit_once('.').map_or(func, |(c, _)| c);
-    let package: Vec<&str> = class.split('.').take_while(|s| s.chars().next().is_some_and(|ch| ch.is_ascii_lowercase())).collect();
+    let package: Vec<&str> = class
+        .split('.')
+        .take_while(|s| s.chars().next().is_some_and(|ch| ch.is_ascii_lowercase()))
+        .collect();
     let file = file_name.map(|name| {
-        if package.is_empty() || package.len() == class.split('.').count() { name.to_owned() } else { format!("{}/{}", package.join("/"), name) }
+        if package.is_empty() || package.len() == class.split('.').count() {
+            name.to_owned()
+        } else {
+            format!("{}/{}", package.join("/"), name)
+        }
     });
     Some(frame(file.as_deref(), Some(func), line))
 }
@@ -225,10 +269,17 @@ fn java_header(line: &str) -> Option<(String, String)> {
     let ty = c[1].to_owned();
     // A dotted name whose last part is not capitalised is a path or a call, not a class.
     let last = ty.rsplit('.').next().unwrap_or("");
-    if !last.chars().next().is_some_and(|ch| ch.is_ascii_uppercase()) {
+    if !last
+        .chars()
+        .next()
+        .is_some_and(|ch| ch.is_ascii_uppercase())
+    {
         return None;
     }
-    Some((ty, c.get(2).map_or(String::new(), |m| m.as_str().to_owned())))
+    Some((
+        ty,
+        c.get(2).map_or(String::new(), |m| m.as_str().to_owned()),
+    ))
 }
 
 fn java(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
@@ -249,21 +300,43 @@ fn java(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     if i >= lines.len() {
         return None;
     }
-    let mut chain = vec![Exc { relation: String::new(), exception_type: Some(ty), message, frames: Vec::new() }];
+    let mut chain = vec![Exc {
+        relation: String::new(),
+        exception_type: Some(ty),
+        message,
+        frames: Vec::new(),
+    }];
     while i < lines.len() {
         let l = lines[i];
         if let Some(fr) = java_frame(l) {
-            chain.last_mut().expect("chain starts non-empty").frames.push(fr);
+            chain
+                .last_mut()
+                .expect("chain starts non-empty")
+                .frames
+                .push(fr);
             i += 1;
         } else if JAVA_MORE.is_match(l) {
             i += 1;
-        } else if let Some(rest) = l.trim_start().strip_prefix("Caused by:").or_else(|| l.trim_start().strip_prefix("Suppressed:")) {
-            let relation = if l.trim_start().starts_with("Caused") { "cause" } else { "suppressed" };
-            let (t, m) = java_header(rest.trim_start()).unwrap_or((String::new(), rest.trim().to_owned()));
+        } else if let Some(rest) = l
+            .trim_start()
+            .strip_prefix("Caused by:")
+            .or_else(|| l.trim_start().strip_prefix("Suppressed:"))
+        {
+            let relation = if l.trim_start().starts_with("Caused") {
+                "cause"
+            } else {
+                "suppressed"
+            };
+            let (t, m) =
+                java_header(rest.trim_start()).unwrap_or((String::new(), rest.trim().to_owned()));
             let mut message = m;
             i += 1;
             let mut extra = 0;
-            while i < lines.len() && java_frame(lines[i]).is_none() && !JAVA_MORE.is_match(lines[i]) && extra < MAX_MESSAGE_LINES {
+            while i < lines.len()
+                && java_frame(lines[i]).is_none()
+                && !JAVA_MORE.is_match(lines[i])
+                && extra < MAX_MESSAGE_LINES
+            {
                 let t = lines[i].trim_start();
                 if t.starts_with("Caused by:") || t.starts_with("Suppressed:") || t.is_empty() {
                     break;
@@ -306,7 +379,8 @@ static JS_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:Uncaught\s+)?(?:\[\w+\]:\s+)?([A-Z][\w$.]*|[a-z][\w$]*Error)(?:\s\[([A-Z0-9_]+)\])?(?::\s?(.*))?$").unwrap()
 });
 pub(crate) static JS_FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*at (?:(.+?) \((.+)\)|((?:[a-zA-Z]+:)?[^\s()]+:\d+(?::\d+)?))\s*$").unwrap()
+    Regex::new(r"^\s*at (?:(.+?) \((.+)\)|((?:[a-zA-Z]+:)?[^\s()]+:\d+(?::\d+)?))(?: \{)?\s*$")
+        .unwrap()
 });
 
 /// Parses one `    at fn (file:line:col)` line.
@@ -334,7 +408,9 @@ fn split_js_location(loc: &str) -> (Option<&str>, Option<u32>) {
     let b = parts.next();
     let c = parts.next();
     match (a, b, c) {
-        (Some(col), Some(line), Some(file)) if col.parse::<u32>().is_ok() && line.parse::<u32>().is_ok() => {
+        (Some(col), Some(line), Some(file))
+            if col.parse::<u32>().is_ok() && line.parse::<u32>().is_ok() =>
+        {
             (Some(file), line.parse().ok())
         }
         (Some(line), Some(_), _) if line.parse::<u32>().is_ok() => {
@@ -348,7 +424,12 @@ fn split_js_location(loc: &str) -> (Option<&str>, Option<u32>) {
 fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     let c = JS_HEADER.captures(lines[start])?;
     let ty = c[1].to_owned();
-    if !(ty.ends_with("Error") || ty.ends_with("Exception") || ty == "Error" || ty.contains("Rejection") || c.get(2).is_some()) {
+    if !(ty.ends_with("Error")
+        || ty.ends_with("Exception")
+        || ty == "Error"
+        || ty.contains("Rejection")
+        || c.get(2).is_some())
+    {
         return None;
     }
     let mut message = c.get(3).map_or(String::new(), |m| m.as_str().to_owned());
@@ -391,9 +472,13 @@ fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
 // ---------------------------------------------------------------- Go
 
 static GO_SIGNAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^SIG[A-Z]+: [a-z ]+$").unwrap());
-static GO_GOROUTINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^goroutine \d+(?: gp=\S+ m=\S+(?: mp=\S+)?)? \[([^\]]*)\]:$").unwrap());
-static GO_LOCATION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\s+(.+?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+ pc=\S+)?$").unwrap());
+static GO_GOROUTINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^goroutine \d+(?: gp=\S+ m=\S+(?: mp=\S+)?)? \[([^\]]*)\]:$").unwrap()
+});
+static GO_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s+(.+?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+ pc=\S+)?$")
+        .unwrap()
+});
 
 /// `pkg.(*T).Method(0x1, {0x2, 0x3})` -> `pkg.(*T).Method`.
 fn go_strip_args(line: &str) -> &str {
@@ -434,7 +519,11 @@ pub(crate) fn go_frames(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
             Some(c) if !l.starts_with('\t') && !l.starts_with(' ') => {
                 // `created by` names the goroutine's creator, not a caller.
                 if !l.starts_with("created by ") {
-                    frames.push(frame(Some(&c[1]), Some(go_strip_args(l)), c[2].parse().ok()));
+                    frames.push(frame(
+                        Some(&c[1]),
+                        Some(go_strip_args(l)),
+                        c[2].parse().ok(),
+                    ));
                 }
                 i += 2;
             }
@@ -447,7 +536,9 @@ pub(crate) fn go_frames(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
 fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     let head = lines[start];
     let (ty, msg) = if let Some(m) = head.strip_prefix("panic: ") {
-        let m = m.trim_end_matches(" [recovered]").trim_end_matches(" [recovered, repanicked]");
+        let m = m
+            .trim_end_matches(" [recovered]")
+            .trim_end_matches(" [recovered, repanicked]");
         match m.strip_prefix("runtime error: ") {
             Some(r) => ("runtime error", r.to_owned()),
             None => ("panic", m.to_owned()),
@@ -476,7 +567,8 @@ fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     f.exception_type = Some(ty);
     f.message = msg;
     if let Some(sig) = context.iter().find(|l| l.starts_with("[signal ")) {
-        f.context.insert("signal".into(), sig.trim_matches(['[', ']']).to_owned());
+        f.context
+            .insert("signal".into(), sig.trim_matches(['[', ']']).to_owned());
     }
     if i >= lines.len() || !GO_GOROUTINE.is_match(lines[i]) {
         // A panic without a goroutine dump (GOTRACEBACK=none, or cut off).
@@ -502,20 +594,24 @@ fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         }
     }
     if goroutines > 1 {
-        f.context.insert("goroutines".into(), goroutines.to_string());
+        f.context
+            .insert("goroutines".into(), goroutines.to_string());
     }
     Some((f, next))
 }
 
 // ---------------------------------------------------------------- Rust
 
-static RUST_PANIC_NEW: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at (.+?):(\d+):(\d+):$").unwrap());
-static RUST_PANIC_OLD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)', (.+?):(\d+):(\d+)$").unwrap());
+static RUST_PANIC_NEW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at (.+?):(\d+):(\d+):$").unwrap()
+});
+static RUST_PANIC_OLD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)', (.+?):(\d+):(\d+)$").unwrap()
+});
 static RUST_BT_FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*\d+:\s+(?:0x[0-9a-f]+ - )?(.+?)\s*$").unwrap());
-static RUST_BT_AT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s+at (.+?):(\d+)(?::(\d+))?\s*$").unwrap());
+static RUST_BT_AT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s+at (.+?):(\d+)(?::(\d+))?\s*$").unwrap());
 
 fn rust_backtrace(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
     let mut frames = Vec::new();
@@ -552,7 +648,11 @@ fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         let mut msg = Vec::new();
         while i < lines.len() && msg.len() < MAX_MESSAGE_LINES {
             let l = lines[i];
-            if l.starts_with("note: ") || l.starts_with("stack backtrace:") || l.starts_with("thread '") || l.trim().is_empty() {
+            if l.starts_with("note: ")
+                || l.starts_with("stack backtrace:")
+                || l.starts_with("thread '")
+                || l.trim().is_empty()
+            {
                 break;
             }
             msg.push(l);
@@ -567,17 +667,30 @@ fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         return None;
     }
     // Notes, then maybe a backtrace.
-    while i < lines.len() && (lines[i].starts_with("note: ") || lines[i].trim().is_empty()) && i < start + MAX_MESSAGE_LINES + 4 {
-        if lines[i].trim().is_empty() && !lines.get(i + 1).is_some_and(|l| l.starts_with("stack backtrace:")) {
+    while i < lines.len()
+        && (lines[i].starts_with("note: ") || lines[i].trim().is_empty())
+        && i < start + MAX_MESSAGE_LINES + 4
+    {
+        if lines[i].trim().is_empty()
+            && !lines
+                .get(i + 1)
+                .is_some_and(|l| l.starts_with("stack backtrace:"))
+        {
             break;
         }
         i += 1;
     }
-    if lines.get(i).is_some_and(|l| l.starts_with("stack backtrace:")) {
+    if lines
+        .get(i)
+        .is_some_and(|l| l.starts_with("stack backtrace:"))
+    {
         let (frames, next) = rust_backtrace(lines, i + 1);
         f.frames = frames;
         i = next;
-        if lines.get(i).is_some_and(|l| l.starts_with("note: Some details are omitted")) {
+        if lines
+            .get(i)
+            .is_some_and(|l| l.starts_with("note: Some details are omitted"))
+        {
             i += 1;
         }
     }
@@ -587,7 +700,8 @@ fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     Some((f, i))
 }
 
-static RUST_CAUSE_ITEM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s+(?:\d+: )?(.+)$").unwrap());
+static RUST_CAUSE_ITEM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s+(?:\d+: )?(.+)$").unwrap());
 
 /// `Error: msg` printed by `main` returning `Err` (anyhow/eyre), with `Caused by:`.
 fn rust_error(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
@@ -608,7 +722,12 @@ fn rust_error(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         while i < lines.len() {
             match RUST_CAUSE_ITEM.captures(lines[i]) {
                 Some(c) => {
-                    f.causes.push(Cause { relation: "cause".into(), exception_type: None, message: c[1].to_owned(), frames: Vec::new() });
+                    f.causes.push(Cause {
+                        relation: "cause".into(),
+                        exception_type: None,
+                        message: c[1].to_owned(),
+                        frames: Vec::new(),
+                    });
                     i += 1;
                 }
                 None => break,
@@ -639,7 +758,9 @@ mod tests {
 
     #[test]
     fn python_chain() {
-        let f = one("Traceback (most recent call last):\n  File \"/app/a.py\", line 3, in load\n    d[k]\nKeyError: 'x'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"/app/a.py\", line 9, in main\n    load()\nValueError: bad config\n");
+        let f = one(
+            "Traceback (most recent call last):\n  File \"/app/a.py\", line 3, in load\n    d[k]\nKeyError: 'x'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"/app/a.py\", line 9, in main\n    load()\nValueError: bad config\n",
+        );
         assert_eq!(f.exception_type.as_deref(), Some("ValueError"));
         assert_eq!(f.causes[0].exception_type.as_deref(), Some("KeyError"));
         assert_eq!(f.causes[0].relation, "context");
