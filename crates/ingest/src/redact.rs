@@ -168,7 +168,7 @@ const DETECTORS: &[Detector] = &[
     },
     Detector {
         kind: SecretKind::Secret,
-        pattern: r#"(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|secret_key|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|id[_-]?token|session[_-]?id|private[_-]?key|credentials?)["']?\s{0,3}[:=]\s{0,3}["']?([^\s"',;&}<>)\]]+)"#,
+        pattern: r#"(?i)\b[a-z0-9_.-]{0,40}?(?:password|passwd|pwd|passphrase|secret|client_secret|secret_key|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|id[_-]?token|session[_-]?id|private[_-]?key|credentials?)["']?\s{0,3}[:=]\s{0,3}["']?([^\s"',;&}<>)\]]+)"#,
         group: 1,
         validate: None,
     },
@@ -192,7 +192,7 @@ const DETECTORS: &[Detector] = &[
     },
     Detector {
         kind: SecretKind::Phone,
-        pattern: r"(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]?\d{2,4}){1,4}\b|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4}\b|\b\d{3}[.-]\d{3}[.-]\d{4}\b)",
+        pattern: r"(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{2,4}){1,4}\b|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4}\b|\b\d{3}[.-]\d{3}[.-]\d{4}\b)",
         group: 0,
         validate: Some(phone_valid),
     },
