@@ -9,6 +9,9 @@ use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
+/// Timestamps in reports and transitions.
+pub type Timestamp = time::OffsetDateTime;
+
 /// `{commit, summary}` plus who and when.
 pub type Culprit = CommitInfo;
 

@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
     Pytest,
+    Unittest,
     CargoTest,
     GoTest,
     Jest,
@@ -30,6 +31,9 @@ pub fn detect(argv: &[String]) -> Runner {
     if first.starts_with("python") && words.get(1).is_some_and(|w| w == "-m") && words.get(2).is_some_and(|w| w == "pytest") {
         return Runner::Pytest;
     }
+    if first.starts_with("python") && words.get(1).is_some_and(|w| w == "-m") && words.get(2).is_some_and(|w| w == "unittest") {
+        return Runner::Unittest;
+    }
     if first == "npx" && words.get(1).is_some_and(|w| w == "jest") {
         return Runner::Jest;
     }
@@ -37,6 +41,7 @@ pub fn detect(argv: &[String]) -> Runner {
 }
 
 static PYTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(FAILED|ERROR) (\S+)").unwrap());
+static UNITTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)").unwrap());
 static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^test (\S+) \.\.\. FAILED|^\s+FAIL \[[^\]]*\] (?:\S+ )?(\S+)").unwrap());
 static GO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*--- FAIL: (\S+)").unwrap());
 static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*● (.+?)\s*$").unwrap());
@@ -55,6 +60,14 @@ pub fn failing_tests(runner: Runner, output: &str) -> Vec<String> {
             for c in PYTEST_FAILED.captures_iter(output) {
                 let prefix = if &c[1] == "ERROR" { "ERROR " } else { "" };
                 push(format!("{prefix}{}", &c[2]));
+            }
+        }
+        Runner::Unittest => {
+            for c in UNITTEST_FAILED.captures_iter(output) {
+                let (name, scope) = (&c[1], &c[2]);
+                // Python 3.11+ prints the full id in parentheses, older versions the class.
+                let id = if scope.ends_with(&format!(".{name}")) { scope.to_string() } else { format!("{scope}.{name}") };
+                push(id);
             }
         }
         Runner::CargoTest => {
@@ -104,6 +117,12 @@ pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<Str
             out.push(test_id.to_string());
             Some(out)
         }
+        Runner::Unittest => {
+            let mut out: Vec<String> = argv.iter().take(3).cloned().collect();
+            out.extend(argv.iter().skip(3).filter(|a| a.starts_with('-')).cloned());
+            out.push(test_id.to_string());
+            Some(out)
+        }
         Runner::CargoTest => {
             let mut out: Vec<String> = argv.iter().take_while(|a| a.as_str() != "--").cloned().collect();
             out.push(test_id.to_string());
@@ -135,6 +154,7 @@ mod tests {
         assert_eq!(detect(&argv("go test ./...")), Runner::GoTest);
         assert_eq!(detect(&argv("npx jest")), Runner::Jest);
         assert_eq!(detect(&argv("python3 test_app.py")), Runner::Unknown);
+        assert_eq!(detect(&argv("python3 -m unittest test_shop")), Runner::Unittest);
     }
 
     #[test]
@@ -145,12 +165,15 @@ mod tests {
         assert_eq!(failing_tests(Runner::CargoTest, cargo), vec!["math::subtracts"]);
         let go = "=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n    --- FAIL: TestAdd/neg (0.00s)\n";
         assert_eq!(failing_tests(Runner::GoTest, go), vec!["TestAdd", "TestAdd/neg"]);
+        let unittest = "FAIL: test_b (test_shop.ShopTest.test_b)\n---\nERROR: test_c (test_shop.ShopTest)\n";
+        assert_eq!(failing_tests(Runner::Unittest, unittest), vec!["test_shop.ShopTest.test_b", "test_shop.ShopTest.test_c"]);
     }
 
     #[test]
     fn isolates_one_test() {
         assert_eq!(isolate(Runner::Pytest, &argv("python3 -m pytest -q tests"), "tests/t.py::test_x").unwrap(), argv("python3 -m pytest -q tests/t.py::test_x"));
         assert_eq!(isolate(Runner::CargoTest, &argv("cargo test -p a"), "m::t").unwrap(), argv("cargo test -p a m::t -- --exact"));
+        assert_eq!(isolate(Runner::Unittest, &argv("python3 -m unittest -v test_shop"), "test_shop.T.test_b").unwrap(), argv("python3 -m unittest -v test_shop.T.test_b"));
         assert!(isolate(Runner::Unknown, &argv("python3 t.py"), "x").is_none());
         assert!(isolate(Runner::Pytest, &argv("pytest"), "ERROR tests/t.py").is_none());
     }

@@ -1,0 +1,122 @@
+//! Command-line flags.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "tracelab", version, about = "Turn a failing test into a verified diagnosis.")]
+pub struct Cli {
+    /// The embedded store (SQLite). Default: $XDG_DATA_HOME/tracelab/tracelab.db or ~/.local/share/tracelab/tracelab.db.
+    #[arg(long, global = true, env = "TRACELAB_DB")]
+    pub db: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Investigate a failing test in a git repository.
+    Investigate(InvestigateArgs),
+    /// Build a small repository with a hidden regression and investigate it.
+    Demo(DemoArgs),
+    /// Read past investigations.
+    #[command(subcommand)]
+    Investigations(InvestigationsCommand),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxKind {
+    /// Worktree + process group on this machine.
+    Local,
+}
+
+#[derive(Debug, Args)]
+pub struct RunOptions {
+    /// Sandboxes used at once (k of the k-ary culprit search). Default: the number of cores, at least 2.
+    #[arg(long, value_name = "K")]
+    pub parallel: Option<usize>,
+    /// Wall-clock limit per command, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub timeout: u64,
+    /// Re-runs used to classify a flaky test (default 50, at most 100).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_runs: u32,
+    #[arg(long, value_enum, default_value_t = SandboxKind::Local)]
+    pub sandbox: SandboxKind,
+    /// Extra programs the test command may use (the default allowlist covers common runners).
+    #[arg(long = "allow", value_name = "PROGRAM")]
+    pub allow: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InvestigateArgs {
+    /// The git repository (any directory inside it).
+    #[arg(long)]
+    pub repo: PathBuf,
+    /// The test command, run without a shell, e.g. "python3 -m pytest tests/test_calc.py".
+    #[arg(long)]
+    pub test: String,
+    /// A revision where the test passes. Found automatically when omitted.
+    #[arg(long)]
+    pub good: Option<String>,
+    /// The revision where the test fails. Default: HEAD.
+    #[arg(long)]
+    pub bad: Option<String>,
+    /// External issue id used in branch names (ai-debug/{ISSUE_ID}-h{N}).
+    #[arg(long)]
+    pub issue_id: Option<String>,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the demo repository and print its path.
+    #[arg(long)]
+    pub keep: bool,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InvestigationsCommand {
+    /// The most recent investigations.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        #[arg(long, value_enum, default_value_t = Format::Markdown)]
+        format: Format,
+    },
+    /// One investigation's report.
+    Show {
+        id: String,
+        #[arg(long, value_enum, default_value_t = Format::Markdown)]
+        format: Format,
+    },
+    /// Approve a diagnosis waiting for review (its branch is kept for a pull request).
+    Approve {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Reject a diagnosis waiting for review.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}

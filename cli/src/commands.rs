@@ -1,0 +1,197 @@
+//! The commands. Each builds what it needs (store, sandboxes, engine) from
+//! flags and the environment — the only place that reads either.
+
+use crate::args::{Cli, Command, DemoArgs, Format, InvestigateArgs, InvestigationsCommand, RunOptions, SandboxKind};
+use crate::output;
+use anyhow::{Context as _, bail};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
+use tracelab_domain::state::{InvestigationState, Transition};
+use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
+use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_store::SqliteStore;
+
+fn default_db() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("tracelab/tracelab.db")
+}
+
+async fn open_store(cli_db: &Option<PathBuf>) -> anyhow::Result<Arc<SqliteStore>> {
+    let path = cli_db.clone().unwrap_or_else(default_db);
+    Ok(Arc::new(SqliteStore::open(&path).await?))
+}
+
+/// Progress on stderr with the elapsed time.
+struct StderrProgress {
+    started: Instant,
+}
+
+impl Progress for StderrProgress {
+    fn report(&self, line: &str) {
+        eprintln!("[{:>6.1}s] {line}", self.started.elapsed().as_secs_f64());
+    }
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Investigate(args) => investigate(&cli.db, cli.quiet, args).await,
+        Command::Demo(args) => demo(&cli.db, cli.quiet, args).await,
+        Command::Investigations(cmd) => investigations(&cli.db, cmd).await,
+    }
+}
+
+fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
+    let mut config = EngineConfig::default();
+    if let Some(k) = run.parallel {
+        config.parallelism = k;
+    }
+    config.command_timeout = Duration::from_secs(run.timeout);
+    config.sequential.max_runs = run.max_runs;
+    config.allowlist.programs.extend(run.allow.iter().cloned());
+    config.validate()?;
+    Ok(config)
+}
+
+fn sandboxes(run: &RunOptions) -> Arc<dyn SandboxProvider> {
+    match run.sandbox {
+        SandboxKind::Local => {
+            let mut local = LocalConfig { allowlist: Default::default(), ..Default::default() };
+            local.allowlist.programs.extend(run.allow.iter().cloned());
+            if let Some(path) = std::env::var_os("PATH") {
+                local.path = path.to_string_lossy().into_owned();
+            }
+            Arc::new(LocalSandboxProvider::new(local))
+        }
+    }
+}
+
+async fn investigate(db: &Option<PathBuf>, quiet: bool, args: InvestigateArgs) -> anyhow::Result<ExitCode> {
+    let request = InvestigateRequest {
+        repo: args.repo.clone(),
+        test_command: args.test.clone(),
+        good: args.good.clone(),
+        bad: args.bad.clone(),
+        issue_id: args.issue_id.clone(),
+    };
+    run_investigation(db, quiet, &args.run, request).await
+}
+
+async fn run_investigation(db: &Option<PathBuf>, quiet: bool, run: &RunOptions, request: InvestigateRequest) -> anyhow::Result<ExitCode> {
+    let store = open_store(db).await?;
+    let progress: Arc<dyn Progress> =
+        if quiet { Arc::new(tracelab_engine::Silent) } else { Arc::new(StderrProgress { started: Instant::now() }) };
+    let engine = Engine { config: engine_config(run)?, store: store.clone(), sandboxes: sandboxes(run), progress };
+    let id = InvestigationId::generate();
+    let outcome = tokio::select! {
+        outcome = engine.investigate_as(id.clone(), request) => outcome,
+        _ = tokio::signal::ctrl_c() => {
+            // Dropping the pipeline future above killed its commands and removed its worktrees.
+            mark_interrupted(store.as_ref(), &id).await;
+            eprintln!("error: interrupted; investigation {id} marked FAILED, worktrees removed");
+            return Ok(ExitCode::from(130));
+        }
+    };
+    match outcome {
+        Ok(report) => {
+            output::write_report(&report, run.format, run.out.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(aborted) => {
+            let id = aborted.id.map(|id| format!(" (investigation {id})")).unwrap_or_default();
+            eprintln!("error: {}{id}", aborted.error.message);
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+async fn mark_interrupted(store: &dyn InvestigationStore, id: &InvestigationId) {
+    if let Ok(Some(state)) = store.state(id).await
+        && !state.is_terminal()
+    {
+        let t = Transition { from: state, to: InvestigationState::Failed, at: time_now(), reason: Some("interrupted".into()) };
+        let _ = store.transition(id, &t).await;
+    }
+}
+
+fn time_now() -> tracelab_domain::report::Timestamp {
+    tracelab_domain::report::Timestamp::now_utc()
+}
+
+async fn demo(db: &Option<PathBuf>, quiet: bool, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let scenario = tracelab_testkit::scenarios::regression_behind_broken_range();
+    let path = scenario.repo.path().to_path_buf();
+    if !quiet {
+        eprintln!(
+            "demo repository: {} ({} commits; the test fails differently in {} of them; culprit {})",
+            path.display(),
+            24,
+            scenario.broken.len(),
+            &scenario.culprit.as_deref().unwrap_or("?")[..12]
+        );
+    }
+    let request = InvestigateRequest {
+        repo: path.clone(),
+        test_command: scenario.test_command.clone(),
+        good: None,
+        bad: None,
+        issue_id: Some("DEMO-1".into()),
+    };
+    let code = run_investigation(db, quiet, &args.run, request).await?;
+    if args.keep {
+        let kept = scenario.repo.into_path();
+        eprintln!("kept the demo repository at {}", kept.display());
+    }
+    Ok(code)
+}
+
+async fn investigations(db: &Option<PathBuf>, cmd: InvestigationsCommand) -> anyhow::Result<ExitCode> {
+    let store = open_store(db).await?;
+    match cmd {
+        InvestigationsCommand::List { limit, format } => {
+            let list = store.list(limit).await?;
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&list)?),
+                Format::Markdown => print!("{}", output::list_table(&list)),
+            }
+        }
+        InvestigationsCommand::Show { id, format } => {
+            let id = InvestigationId(id);
+            let Some(report) = store.get(&id).await? else {
+                let state = store.state(&id).await?;
+                match state {
+                    Some(state) => bail!("investigation {id} has no report (state {state}); see its transitions"),
+                    None => bail!("no investigation {id}"),
+                }
+            };
+            output::write_report(&report, format, None)?;
+        }
+        InvestigationsCommand::Approve { id, reason } => decide(store.as_ref(), &id, InvestigationState::Approved, reason).await?,
+        InvestigationsCommand::Reject { id, reason } => decide(store.as_ref(), &id, InvestigationState::Rejected, reason).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn decide(store: &dyn InvestigationStore, id: &str, to: InvestigationState, reason: Option<String>) -> anyhow::Result<()> {
+    let id = InvestigationId(id.to_string());
+    let state = store.state(&id).await?.with_context(|| format!("no investigation {id}"))?;
+    if state != InvestigationState::WaitingForReview {
+        bail!("investigation {id} is {state}; only WAITING_FOR_REVIEW can be approved or rejected");
+    }
+    store.transition(&id, &Transition { from: state, to, at: time_now(), reason }).await?;
+    let report = store.get(&id).await?;
+    let branch = report.and_then(|r| r.winner).and_then(|w| w.branch);
+    match (to, branch) {
+        (InvestigationState::Approved, Some(branch)) => {
+            println!("approved {id}; the fix is on branch {branch} (no pull request is opened in the embedded mode)")
+        }
+        _ => println!("{} {id}", to.as_str().to_lowercase()),
+    }
+    Ok(())
+}

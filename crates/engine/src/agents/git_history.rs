@@ -1,0 +1,229 @@
+//! The git-history agent: finds the culprit commit with a k-ary,
+//! signature-aware, flake-aware search over the commit graph
+//! ([`tracelab_domain::bisect`]), finding a good revision itself when none is
+//! given.
+
+use crate::context::Context;
+use crate::probe::run_judged;
+use futures::future::join_all;
+use std::collections::HashMap;
+use tracelab_domain::bisect::{CulpritSearch, MAX_GRAPH_CANDIDATES, ProbeResult, SearchOutcome};
+use tracelab_domain::experiment::Outcome;
+use tracelab_domain::report::BisectSummary;
+use tracelab_domain::sequential::passes_to_trust;
+use tracelab_domain::signature::FailureSignature;
+use tracelab_domain::{Error, Result};
+
+/// How the failure behaves where the bug is present; decides how many clean
+/// runs make a revision good.
+#[derive(Debug, Clone)]
+pub struct FlakeModel {
+    pub failure_rate: f64,
+    pub passes_needed: u32,
+    pub baseline: FailureSignature,
+}
+
+impl FlakeModel {
+    pub fn new(failure_rate: f64, miss: f64, cap: u32, baseline: FailureSignature) -> Self {
+        Self { failure_rate, passes_needed: passes_to_trust(failure_rate, miss, cap), baseline }
+    }
+}
+
+/// What the search found.
+#[derive(Debug, Clone)]
+pub struct HistoryFinding {
+    pub culprit: Option<String>,
+    pub summary: BisectSummary,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeReport {
+    pub result: ProbeResult,
+    pub runs: u32,
+    pub passes: u32,
+}
+
+/// Probes one revision: bad on the first failure with the baseline signature,
+/// untestable on a different failure or a blocked run, good after enough passes.
+async fn probe(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<ProbeReport> {
+    let spec = ctx.test_spec();
+    let mut runs = 0;
+    let mut passes = 0;
+    while passes < model.passes_needed {
+        let judged = run_judged(&ctx.pool, revision, &spec, ctx.test.runner, Some(&model.baseline)).await?;
+        runs += 1;
+        match judged.outcome {
+            Outcome::Fail => return Ok(ProbeReport { result: ProbeResult::Bad, runs, passes }),
+            Outcome::FailedDifferently | Outcome::Blocked => {
+                return Ok(ProbeReport { result: ProbeResult::Untestable, runs, passes });
+            }
+            Outcome::Pass => passes += 1,
+        }
+    }
+    Ok(ProbeReport { result: ProbeResult::Good, runs, passes })
+}
+
+/// Probes several revisions at once (each takes pool slots as they free up).
+async fn probe_all(ctx: &Context, revisions: &[String], model: &FlakeModel) -> Result<Vec<ProbeReport>> {
+    join_all(revisions.iter().map(|r| probe(ctx, r, model))).await.into_iter().collect()
+}
+
+/// The probability that every "good" judgement was right.
+fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 {
+    if model.failure_rate >= 1.0 {
+        return 1.0;
+    }
+    passes.into_iter().map(|p| 1.0 - (1.0 - model.failure_rate).powi(p as i32)).product()
+}
+
+/// Checks that a given good revision really is good.
+pub async fn check_good(ctx: &Context, good: &str, model: &FlakeModel) -> Result<ProbeReport> {
+    let report = probe(ctx, good, model).await?;
+    match report.result {
+        ProbeResult::Good => Ok(report),
+        ProbeResult::Bad => Err(Error::invalid(format!(
+            "the good revision {} also fails with the failure under investigation; give an older --good or omit it",
+            short(good)
+        ))),
+        ProbeResult::Untestable => Err(Error::invalid(format!(
+            "the good revision {} cannot be tested: the test fails there for another reason",
+            short(good)
+        ))),
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+/// Walks back along the first-parent chain with doubling steps (1, 2, 4, …),
+/// k probes at a time, until a revision passes.
+async fn find_good(ctx: &Context, model: &FlakeModel, known: &mut HashMap<String, ProbeReport>, rounds: &mut u32) -> Result<std::result::Result<String, String>> {
+    let chain = ctx.pool.workspace().git().first_parent_chain(&ctx.bad, ctx.config.lookback_limit + 1).await?;
+    let mut offsets: Vec<usize> = std::iter::successors(Some(1usize), |o| o.checked_mul(2)).take_while(|o| *o < chain.len()).collect();
+    if chain.len() > 1 && offsets.last() != Some(&(chain.len() - 1)) {
+        offsets.push(chain.len() - 1);
+    }
+    if offsets.is_empty() {
+        return Ok(Err(format!("the bad revision {} has no ancestors to compare with", short(&ctx.bad))));
+    }
+    for batch in offsets.chunks(ctx.pool.size()) {
+        *rounds += 1;
+        let revisions: Vec<String> = batch.iter().map(|o| chain[*o].clone()).collect();
+        ctx.progress.report(&format!(
+            "looking for a good revision: probing {} revisions {}..{} commits back",
+            revisions.len(),
+            batch[0],
+            batch[batch.len() - 1]
+        ));
+        let reports = probe_all(ctx, &revisions, model).await?;
+        for (rev, report) in revisions.iter().zip(&reports) {
+            known.insert(rev.clone(), *report);
+        }
+        if let Some((rev, _)) = revisions.iter().zip(&reports).find(|(_, r)| r.result == ProbeResult::Good) {
+            return Ok(Ok(rev.clone()));
+        }
+    }
+    let oldest = chain.last().expect("non-empty chain");
+    let reached = if chain.len() > ctx.config.lookback_limit { "the oldest revision within the look-back limit" } else { "even the oldest reachable revision" };
+    let how = match known.get(oldest).map(|r| r.result) {
+        Some(ProbeResult::Untestable) => "cannot be tested (it fails differently)",
+        _ => "fails with the same failure",
+    };
+    Ok(Err(format!("no good revision found: {reached} ({}) {how}", short(oldest))))
+}
+
+/// Runs the whole search. `good` is a verified good revision, or `None` to find one.
+pub async fn find_culprit(ctx: &Context, good: Option<String>, model: &FlakeModel) -> Result<HistoryFinding> {
+    let git = ctx.pool.workspace().git().clone();
+    let mut known: HashMap<String, ProbeReport> = HashMap::new();
+    let mut rounds = 0u32;
+    let mut summary = BisectSummary { bad: ctx.bad.clone(), parallelism: ctx.pool.size(), confidence: 1.0, ..Default::default() };
+    let good = match good {
+        Some(g) => g,
+        None => match find_good(ctx, model, &mut known, &mut rounds).await? {
+            Ok(g) => g,
+            Err(why) => {
+                summary.rounds = rounds;
+                summary.test_runs = known.values().map(|r| r.runs).sum();
+                summary.note = Some(why);
+                return Ok(HistoryFinding { culprit: None, summary });
+            }
+        },
+    };
+    summary.good = Some(good.clone());
+
+    let mut commits = git.range(&ctx.bad, &good, false).await?;
+    if commits.len() > MAX_GRAPH_CANDIDATES {
+        commits = git.range(&ctx.bad, &good, true).await?;
+        summary.note = Some(format!("window larger than {MAX_GRAPH_CANDIDATES} commits: searched the first-parent chain only"));
+    }
+    if commits.last().map(|c| c.sha.as_str()) != Some(ctx.bad.as_str()) {
+        return Err(Error::internal("the bad revision is not the newest commit of its own range"));
+    }
+    let index: HashMap<&str, usize> = commits.iter().enumerate().map(|(i, c)| (c.sha.as_str(), i)).collect();
+    let parents: Vec<Vec<usize>> =
+        commits.iter().map(|c| c.parents.iter().filter_map(|p| index.get(p.as_str()).copied()).collect()).collect();
+    summary.candidates = commits.len();
+    let mut search = CulpritSearch::new(&parents)?;
+    for (rev, report) in &known {
+        if let Some(&i) = index.get(rev.as_str())
+            && report.result != ProbeResult::Good
+            && i + 1 != commits.len()
+        {
+            search.record(i, report.result)?;
+        }
+    }
+
+    let mut good_passes: Vec<u32> = known.values().filter(|r| r.result == ProbeResult::Good).map(|r| r.passes).collect();
+    let outcome = loop {
+        if let Some(outcome) = search.outcome() {
+            break Ok(outcome);
+        }
+        let probes = search.next_probes(ctx.pool.size());
+        if probes.is_empty() {
+            break Err(Error::internal("culprit search stalled"));
+        }
+        let revisions: Vec<String> = probes.iter().map(|&i| commits[i].sha.clone()).collect();
+        ctx.progress.report(&format!(
+            "culprit search round {}: {} candidates left, probing {} revisions",
+            search.rounds() + rounds,
+            search.remaining(),
+            revisions.len()
+        ));
+        let reports = probe_all(ctx, &revisions, model).await?;
+        let mut contradiction = None;
+        for ((&i, rev), report) in probes.iter().zip(&revisions).zip(&reports) {
+            known.insert(rev.clone(), *report);
+            if report.result == ProbeResult::Good {
+                good_passes.push(report.passes);
+            }
+            if let Err(e) = search.record(i, report.result) {
+                contradiction = Some(e);
+            }
+        }
+        if let Some(e) = contradiction {
+            break Err(e);
+        }
+    };
+    summary.rounds = rounds + search.rounds();
+    summary.test_runs = known.values().map(|r| r.runs).sum();
+    summary.untestable =
+        commits.iter().filter(|c| known.get(&c.sha).is_some_and(|r| r.result == ProbeResult::Untestable)).map(|c| c.sha.clone()).collect();
+    summary.confidence = confidence(model, good_passes.iter().copied().chain(std::iter::once(model.passes_needed)));
+    match outcome {
+        Ok(SearchOutcome::Culprit(i)) => Ok(HistoryFinding { culprit: Some(commits[i].sha.clone()), summary }),
+        Ok(SearchOutcome::Ambiguous(set)) => {
+            summary.ambiguous = set.iter().map(|&i| commits[i].sha.clone()).collect();
+            summary.note = Some(format!(
+                "the culprit is one of {} commits that untestable revisions hide from each other",
+                set.len()
+            ));
+            Ok(HistoryFinding { culprit: None, summary })
+        }
+        Err(e) => {
+            summary.note = Some(e.message);
+            Ok(HistoryFinding { culprit: None, summary })
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Hypothesis sources. Deterministic agents only; an LLM is never required.
+
+pub mod git_history;
+pub mod test_behaviour;

@@ -1,0 +1,241 @@
+//! The test-behaviour agent: re-runs the failing test at the bad revision to
+//! classify it (deterministic, flaky with a rate, never failing), then checks
+//! order dependence (alone vs in its suite) and environment dependence
+//! (timezone, locale, hash seed).
+
+use crate::context::Context;
+use crate::probe::{Judged, batch_experiment, judge, run_judged};
+use futures::future::join_all;
+use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step};
+use tracelab_domain::hypothesis::{AgentKind, FlakyStats, Hypothesis, HypothesisKind, HypothesisStatus};
+use tracelab_domain::ids::HypothesisId;
+use tracelab_domain::runner;
+use tracelab_domain::sequential::{Behaviour, Classifier, Decision, MAX_RUNS_CAP};
+use tracelab_domain::signature::FailureSignature;
+use tracelab_domain::Result;
+
+/// What re-running at the bad revision established.
+#[derive(Debug, Clone)]
+pub struct Classification {
+    pub decision: Decision,
+    pub counts: RunCounts,
+    /// The failure under investigation: the first failure seen.
+    pub baseline: Option<FailureSignature>,
+    /// Output of the first failing run (for failing-path analysis).
+    pub baseline_output: Option<String>,
+    /// The re-runs as one stored experiment.
+    pub experiment: Experiment,
+    /// Set when no run could be judged (every run blocked).
+    pub blocked: Option<String>,
+}
+
+impl Classification {
+    pub fn flaky_stats(&self) -> FlakyStats {
+        FlakyStats::from_counts(self.counts, self.decision.confident)
+    }
+
+    /// Failure rate where the bug is present, for deciding how many passes make a revision good.
+    pub fn failure_rate(&self) -> f64 {
+        match self.decision.behaviour {
+            Behaviour::Deterministic => 1.0,
+            _ => self.counts.failure_rate(),
+        }
+    }
+}
+
+/// Re-runs the test at the bad revision, k at a time, until the sequential test decides.
+pub async fn classify(ctx: &Context) -> Result<Classification> {
+    let spec = ctx.test_spec();
+    let mut classifier = Classifier::new(ctx.config.sequential);
+    let mut runs: Vec<Judged> = Vec::new();
+    let mut baseline: Option<FailureSignature> = None;
+    let mut baseline_output = None;
+    let mut blocked = 0u32;
+    let mut blocked_reason = None;
+    loop {
+        if let Some(decision) = classifier.decision() {
+            let command = ctx.test.display();
+            let experiment = batch_experiment(Step::Reproduction, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, None)
+                .expect("at least one run");
+            let mut counts = RunCounts::default();
+            runs.iter().for_each(|r| counts.record(r.outcome));
+            return Ok(Classification { decision, counts, baseline, baseline_output, experiment, blocked: None });
+        }
+        let judged_runs = classifier.runs();
+        if runs.len() as u32 >= MAX_RUNS_CAP || (judged_runs == 0 && blocked >= 2) {
+            let command = ctx.test.display();
+            let experiment = batch_experiment(Step::Reproduction, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, None)
+                .expect("at least one run");
+            let mut counts = RunCounts::default();
+            runs.iter().for_each(|r| counts.record(r.outcome));
+            let reason = blocked_reason.unwrap_or_else(|| "the test never gave a judgeable result".into());
+            return Ok(Classification {
+                decision: Decision { behaviour: Behaviour::NeverFails, confident: false },
+                counts,
+                baseline,
+                baseline_output,
+                experiment,
+                blocked: Some(reason),
+            });
+        }
+        let remaining = ctx.config.sequential.max_runs.saturating_sub(judged_runs).max(1) as usize;
+        let batch = ctx.pool.size().min(remaining);
+        let results = join_all((0..batch).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, None))).await;
+        for result in results {
+            let mut judged = result?;
+            if judged.outcome == Outcome::Fail {
+                match &baseline {
+                    None => {
+                        baseline = judged.signature.clone();
+                        baseline_output = Some(judged.run.result.output.clone());
+                    }
+                    Some(base) => {
+                        let (outcome, _) = judge(&judged.run.result, ctx.test.runner, Some(base));
+                        judged.outcome = outcome;
+                    }
+                }
+            }
+            match judged.outcome {
+                Outcome::Fail => classifier.record(true),
+                Outcome::Pass => classifier.record(false),
+                Outcome::Blocked => {
+                    blocked += 1;
+                    blocked_reason = judged.run.result.blocked.clone();
+                }
+                Outcome::FailedDifferently => {}
+            }
+            runs.push(judged);
+        }
+        ctx.progress.report(&format!(
+            "reproduction: {} runs, {} failed with the failure under investigation",
+            classifier.runs(),
+            classifier.failures()
+        ));
+    }
+}
+
+/// The flaky hypothesis, when the re-runs showed both outcomes.
+pub fn flaky_hypothesis(ctx: &Context, number: u32, classification: &Classification) -> Option<Hypothesis> {
+    if classification.decision.behaviour != Behaviour::Flaky {
+        return None;
+    }
+    let stats = classification.flaky_stats();
+    let mut h = Hypothesis::new(
+        HypothesisId::new(&ctx.id, number),
+        number,
+        AgentKind::TestBehaviour,
+        HypothesisKind::Flaky,
+        format!(
+            "the test is flaky: it failed {} of {} runs at the same revision and environment",
+            stats.failures, stats.runs
+        ),
+    );
+    h.flaky = Some(stats);
+    h.experiments.push(classification.experiment.clone());
+    if classification.decision.confident {
+        h.status = HypothesisStatus::Verified;
+        h.status_reason = format!(
+            "both outcomes observed at one revision; failure rate {:.1}% (95% interval {:.1}–{:.1}%)",
+            stats.failure_rate * 100.0,
+            stats.interval.0 * 100.0,
+            stats.interval.1 * 100.0
+        );
+    } else {
+        h.status = HypothesisStatus::Inconclusive;
+        h.status_reason = "the run cap ended re-runs before the configured confidence".into();
+    }
+    Some(h)
+}
+
+/// The isolated command for the first failing test, when the runner allows it
+/// and it differs from the test command.
+pub fn isolated_command(ctx: &Context, classification: &Classification) -> Option<Vec<String>> {
+    let baseline = classification.baseline.as_ref()?;
+    let test_id = baseline.failing_tests.iter().find(|t| !t.starts_with("ERROR "))?;
+    let argv = runner::isolate(ctx.test.runner, &ctx.test.argv, test_id)?;
+    (argv != ctx.test.argv).then_some(argv)
+}
+
+async fn repeat(ctx: &Context, argv: &[String], env: &[(String, String)], times: u32, baseline: Option<&FailureSignature>) -> Result<Vec<Judged>> {
+    let spec = ctx.spec(argv, env);
+    let results = join_all((0..times).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, baseline))).await;
+    results.into_iter().collect()
+}
+
+/// Order dependence: a deterministic failure in the suite whose test passes alone.
+pub async fn order_dependence(ctx: &Context, number: u32, classification: &Classification) -> Result<Option<Hypothesis>> {
+    if classification.decision.behaviour != Behaviour::Deterministic {
+        return Ok(None);
+    }
+    let Some(isolated) = isolated_command(ctx, classification) else { return Ok(None) };
+    let runs = repeat(ctx, &isolated, &[], ctx.config.isolation_runs, classification.baseline.as_ref()).await?;
+    if !runs.iter().all(|r| r.outcome == Outcome::Pass) {
+        return Ok(None);
+    }
+    let command = shell_words::join(&isolated);
+    let mut h = Hypothesis::new(
+        HypothesisId::new(&ctx.id, number),
+        number,
+        AgentKind::TestBehaviour,
+        HypothesisKind::OrderDependent,
+        format!("order-dependent: `{command}` passes alone but fails inside `{}`", ctx.test.display()),
+    );
+    h.experiments.push(classification.experiment.clone());
+    h.experiments.extend(batch_experiment(Step::Isolation, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, None));
+    h.status = HypothesisStatus::Verified;
+    h.status_reason = format!(
+        "failed {} of {} runs in the suite, passed {} of {} runs alone",
+        classification.counts.failures,
+        classification.counts.runs,
+        runs.len(),
+        runs.len()
+    );
+    h.detail = Some(serde_json::json!({ "isolated_command": command }));
+    Ok(Some(h))
+}
+
+/// Environment dependence: one variable flips the outcome consistently.
+/// For a deterministic failure it looks for a variant that passes; for a
+/// failure that never reproduced, for a variant that fails.
+pub async fn environment_dependence(ctx: &Context, number: u32, classification: &Classification) -> Result<Option<Hypothesis>> {
+    let looking_for = match classification.decision.behaviour {
+        Behaviour::Deterministic => Outcome::Pass,
+        Behaviour::NeverFails if classification.blocked.is_none() => Outcome::Fail,
+        _ => return Ok(None),
+    };
+    let confirm = ctx.config.isolation_runs.max(1);
+    for (key, value) in &ctx.config.environment_variants {
+        let env = vec![(key.clone(), value.clone())];
+        let first = repeat(ctx, &ctx.test.argv, &env, 1, classification.baseline.as_ref()).await?;
+        if first[0].outcome != looking_for {
+            continue;
+        }
+        let mut runs = first;
+        runs.extend(repeat(ctx, &ctx.test.argv, &env, confirm - 1, classification.baseline.as_ref()).await?);
+        if !runs.iter().all(|r| r.outcome == looking_for) {
+            continue;
+        }
+        let delta = format!("{key}={value}");
+        let command = format!("{delta} {}", ctx.test.display());
+        let summary = if looking_for == Outcome::Pass {
+            format!("environment-dependent: the test fails in the sandbox's default environment and passes with {delta}")
+        } else {
+            format!("environment-dependent: the test passes in the default environment and fails with {delta}")
+        };
+        let mut h = Hypothesis::new(HypothesisId::new(&ctx.id, number), number, AgentKind::TestBehaviour, HypothesisKind::EnvironmentDependent, summary);
+        h.experiments.push(classification.experiment.clone());
+        h.experiments.extend(batch_experiment(Step::EnvironmentVariant, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, Some(delta.clone())));
+        h.status = HypothesisStatus::Verified;
+        h.status_reason = format!(
+            "default environment: {} of {} runs failed; with {delta}: {} of {} runs {}",
+            classification.counts.failures,
+            classification.counts.runs,
+            runs.len(),
+            runs.len(),
+            if looking_for == Outcome::Pass { "passed" } else { "failed" }
+        );
+        h.detail = Some(serde_json::json!({ "variable": key, "value": value }));
+        return Ok(Some(h));
+    }
+    Ok(None)
+}

@@ -1,0 +1,80 @@
+//! What an investigation is asked to do, and its limits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+use tracelab_domain::allowlist::Allowlist;
+use tracelab_domain::sequential::SequentialConfig;
+use tracelab_domain::{Error, Result};
+
+/// The request: which repository, which failing test, which revisions.
+#[derive(Debug, Clone)]
+pub struct InvestigateRequest {
+    pub repo: PathBuf,
+    pub test_command: String,
+    pub good: Option<String>,
+    /// Defaults to `HEAD`.
+    pub bad: Option<String>,
+    /// External issue id used in branch names; defaults to the investigation's short id.
+    pub issue_id: Option<String>,
+}
+
+/// Limits and tunables. Defaults follow DESIGN.md.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Sandboxes used at once (k in the k-ary culprit search).
+    pub parallelism: usize,
+    pub command_timeout: Duration,
+    /// Bytes of output kept per command (head and tail).
+    pub output_limit: usize,
+    /// Bytes of output stored per experiment.
+    pub stored_output_limit: usize,
+    pub sequential: SequentialConfig,
+    /// Probability of calling a revision good when the failure is present but flaky.
+    pub good_miss_probability: f64,
+    pub max_hypotheses: usize,
+    /// Revisions examined backwards (with doubling steps) when no `--good` is given.
+    pub lookback_limit: usize,
+    /// Environment deltas tried by the test-behaviour agent.
+    pub environment_variants: Vec<(String, String)>,
+    /// Runs of the isolated test before calling a failure order-dependent.
+    pub isolation_runs: u32,
+    pub allowlist: Allowlist,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            parallelism: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2),
+            command_timeout: Duration::from_secs(120),
+            output_limit: 256 * 1024,
+            stored_output_limit: 8 * 1024,
+            sequential: SequentialConfig::default(),
+            good_miss_probability: 0.01,
+            max_hypotheses: 3,
+            lookback_limit: 100_000,
+            environment_variants: vec![
+                ("TZ".into(), "America/New_York".into()),
+                ("TZ".into(), "Asia/Kolkata".into()),
+                ("LC_ALL".into(), "C".into()),
+                ("PYTHONHASHSEED".into(), "0".into()),
+            ],
+            isolation_runs: 3,
+            allowlist: Allowlist::default(),
+        }
+    }
+}
+
+impl EngineConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.parallelism == 0 || self.parallelism > 64 {
+            return Err(Error::invalid("parallelism must be between 1 and 64"));
+        }
+        if self.command_timeout.is_zero() {
+            return Err(Error::invalid("the command timeout must be positive"));
+        }
+        if !(0.0 < self.good_miss_probability && self.good_miss_probability < 0.5) {
+            return Err(Error::invalid("good_miss_probability must be in (0, 0.5)"));
+        }
+        self.sequential.validate()
+    }
+}

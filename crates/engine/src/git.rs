@@ -1,0 +1,227 @@
+//! The `git` CLI, run without a shell. History reads and worktree plumbing
+//! go through the same binary the user has, so worktrees, merges and
+//! reverts behave exactly as they do for them.
+
+use std::path::{Path, PathBuf};
+use tokio::process::Command;
+use tracelab_domain::hypothesis::CommitInfo;
+use tracelab_domain::{Error, Result};
+
+/// A repository on disk.
+#[derive(Debug, Clone)]
+pub struct Git {
+    repo: PathBuf,
+}
+
+/// A commit and its parents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphCommit {
+    pub sha: String,
+    pub parents: Vec<String>,
+}
+
+pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = Command::new("git")
+        .arg("-c")
+        .arg("safe.directory=*")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("unknown error").trim();
+        return Err(Error::invalid(format!("git {}: {line}", args.first().copied().unwrap_or(""))));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+impl Git {
+    /// Opens a repository, with a clear error when `path` is not one.
+    pub async fn open(path: &Path) -> Result<Self> {
+        if !path.is_dir() {
+            return Err(Error::not_found(format!("{} is not a directory", path.display())));
+        }
+        let top = run_git(path, &["rev-parse", "--show-toplevel"])
+            .await
+            .map_err(|_| Error::invalid(format!("{} is not a git repository", path.display())))?;
+        Ok(Self { repo: PathBuf::from(top.trim()) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.repo
+    }
+
+    pub async fn run(&self, args: &[&str]) -> Result<String> {
+        run_git(&self.repo, args).await
+    }
+
+    /// Resolves a revision to a full commit sha.
+    pub async fn resolve(&self, rev: &str) -> Result<String> {
+        if rev.starts_with('-') {
+            return Err(Error::invalid(format!("unknown revision {rev:?}")));
+        }
+        let spec = format!("{rev}^{{commit}}");
+        self.run(&["rev-parse", "--verify", "--quiet", &spec])
+            .await
+            .map(|s| s.trim().to_string())
+            .map_err(|_| Error::invalid(format!("unknown revision {rev:?} in {}", self.repo.display())))
+    }
+
+    pub async fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
+        let out = Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(&self.repo)
+            .args(["merge-base", "--is-ancestor", ancestor, descendant])
+            .output()
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
+        Ok(out.status.success())
+    }
+
+    /// Commits reachable from `bad` and not from `good`, parents before children.
+    pub async fn range(&self, bad: &str, good: &str, first_parent: bool) -> Result<Vec<GraphCommit>> {
+        let exclude = format!("^{good}");
+        let mut args = vec!["rev-list", "--topo-order", "--reverse", "--parents"];
+        if first_parent {
+            args.push("--first-parent");
+        }
+        args.extend([bad, exclude.as_str()]);
+        let out = self.run(&args).await?;
+        Ok(out
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace().map(str::to_string);
+                let sha = parts.next()?;
+                Some(GraphCommit { sha, parents: parts.collect() })
+            })
+            .collect())
+    }
+
+    /// The first-parent chain from `rev` backwards, `rev` first, at most `limit` commits.
+    pub async fn first_parent_chain(&self, rev: &str, limit: usize) -> Result<Vec<String>> {
+        let n = format!("--max-count={limit}");
+        let out = self.run(&["rev-list", "--first-parent", &n, rev]).await?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
+    pub async fn commit_info(&self, sha: &str) -> Result<CommitInfo> {
+        let out = self.run(&["show", "-s", "--format=%H%x00%s%x00%an <%ae>%x00%aI", sha]).await?;
+        let mut parts = out.trim_end().splitn(4, '\0');
+        let mut next = || parts.next().unwrap_or_default().to_string();
+        Ok(CommitInfo { commit: next(), summary: next(), author: next(), date: next() })
+    }
+
+    pub async fn parents(&self, sha: &str) -> Result<Vec<String>> {
+        let out = self.run(&["rev-list", "--parents", "-n", "1", sha]).await?;
+        Ok(out.split_whitespace().skip(1).map(str::to_string).collect())
+    }
+
+    /// The reverse of `commit` relative to its first parent, as a diff.
+    pub async fn reverse_diff(&self, commit: &str) -> Result<String> {
+        let parents = self.parents(commit).await?;
+        let Some(parent) = parents.first() else {
+            return Err(Error::invalid(format!("{commit} is a root commit and cannot be reverted")));
+        };
+        self.run(&["diff", "--binary", "--no-color", "--no-ext-diff", commit, parent]).await
+    }
+
+    /// Adds a worktree at `path` on `rev`, detached or on a new `branch`.
+    pub async fn add_worktree(&self, path: &Path, rev: &str, branch: Option<&str>) -> Result<()> {
+        let path_str = path.to_string_lossy();
+        match branch {
+            Some(b) => self.run(&["worktree", "add", "-q", "-B", b, &path_str, rev]).await?,
+            None => self.run(&["worktree", "add", "-q", "--detach", &path_str, rev]).await?,
+        };
+        Ok(())
+    }
+
+    pub async fn remove_worktree(&self, path: &Path) -> Result<()> {
+        let path_str = path.to_string_lossy();
+        let removed = self.run(&["worktree", "remove", "--force", "--force", &path_str]).await;
+        if removed.is_err() {
+            let _ = tokio::fs::remove_dir_all(path).await;
+        }
+        self.run(&["worktree", "prune"]).await?;
+        Ok(())
+    }
+
+    pub async fn delete_branch(&self, branch: &str) -> Result<()> {
+        self.run(&["branch", "-D", "-q", branch]).await.map(|_| ())
+    }
+}
+
+/// Operations inside one worktree.
+#[derive(Debug, Clone)]
+pub struct Worktree {
+    pub path: PathBuf,
+}
+
+impl Worktree {
+    async fn git(&self, args: &[&str]) -> Result<String> {
+        run_git(&self.path, args).await
+    }
+
+    /// Checks out `rev` (detached) and removes everything untracked, ignored files included.
+    pub async fn checkout(&self, rev: &str) -> Result<()> {
+        self.git(&["checkout", "-q", "--force", "--detach", rev]).await?;
+        self.git(&["clean", "-q", "-ffdx"]).await?;
+        Ok(())
+    }
+
+    /// Applies a unified diff; fails without changing anything when it does not apply.
+    pub async fn apply(&self, patch: &str) -> Result<()> {
+        let file = tempfile::NamedTempFile::new().map_err(|e| Error::internal(format!("temp file: {e}")))?;
+        std::fs::write(file.path(), patch).map_err(|e| Error::internal(format!("temp file: {e}")))?;
+        let p = file.path().to_string_lossy().to_string();
+        self.git(&["apply", "--check", &p]).await?;
+        self.git(&["apply", "--index", &p]).await?;
+        Ok(())
+    }
+
+    /// Commits staged and tracked changes as TraceLab; returns the new sha.
+    pub async fn commit_all(&self, message: &str) -> Result<String> {
+        self.git(&[
+            "-c",
+            "user.name=TraceLab",
+            "-c",
+            "user.email=tracelab@localhost",
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "-q",
+            "-a",
+            "--no-verify",
+            "-m",
+            message,
+        ])
+        .await?;
+        Ok(self.git(&["rev-parse", "HEAD"]).await?.trim().to_string())
+    }
+
+    /// `git revert --no-commit`, against the first parent for merges.
+    pub async fn revert_no_commit(&self, commit: &str, is_merge: bool) -> Result<()> {
+        let mut args = vec!["revert", "--no-commit"];
+        if is_merge {
+            args.extend(["-m", "1"]);
+        }
+        args.push(commit);
+        match self.git(&args).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let _ = self.git(&["revert", "--abort"]).await;
+                let _ = self.git(&["reset", "-q", "--hard"]).await;
+                Err(Error::conflict(format!("reverting {} does not apply cleanly: {}", &commit[..commit.len().min(12)], e.message)))
+            }
+        }
+    }
+
+    pub async fn diff_from(&self, base: &str) -> Result<String> {
+        self.git(&["diff", "--binary", "--no-color", "--no-ext-diff", base, "HEAD"]).await
+    }
+}

@@ -1,0 +1,85 @@
+//! An investigation's scratch space: a temporary directory holding every
+//! worktree it creates. Dropping it removes the worktrees and the branches it
+//! was not told to keep, synchronously, so an interrupted investigation
+//! (Ctrl-C drops the pipeline future) leaves nothing behind.
+
+use crate::git::{Git, Worktree};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use tracelab_domain::{Error, Result};
+
+#[derive(Debug)]
+pub struct Workspace {
+    git: Git,
+    root: PathBuf,
+    worktrees: Mutex<Vec<PathBuf>>,
+    branches: Mutex<Vec<String>>,
+    kept_branches: Mutex<Vec<String>>,
+}
+
+impl Workspace {
+    /// Creates `<tmp>/tracelab-<label>-XXXX`.
+    pub fn create(git: Git, label: &str) -> Result<Self> {
+        let root = tempfile::Builder::new()
+            .prefix(&format!("tracelab-{label}-"))
+            .tempdir()
+            .map_err(|e| Error::internal(format!("cannot create a workspace directory: {e}")))?
+            .keep();
+        Ok(Self { git, root, worktrees: Mutex::new(Vec::new()), branches: Mutex::new(Vec::new()), kept_branches: Mutex::new(Vec::new()) })
+    }
+
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// A detached worktree named `name` at `rev`.
+    pub async fn detached(&self, name: &str, rev: &str) -> Result<Worktree> {
+        let path = self.root.join(name);
+        self.worktrees.lock().expect("lock").push(path.clone());
+        self.git.add_worktree(&path, rev, None).await?;
+        Ok(Worktree { path })
+    }
+
+    /// A worktree on a new branch `branch` starting at `rev`.
+    pub async fn on_branch(&self, name: &str, rev: &str, branch: &str) -> Result<Worktree> {
+        let path = self.root.join(name);
+        self.worktrees.lock().expect("lock").push(path.clone());
+        self.branches.lock().expect("lock").push(branch.to_string());
+        self.git.add_worktree(&path, rev, Some(branch)).await?;
+        Ok(Worktree { path })
+    }
+
+    /// Keeps `branch` when the workspace is cleaned (the winner's, for review).
+    pub fn keep_branch(&self, branch: &str) {
+        self.kept_branches.lock().expect("lock").push(branch.to_string());
+    }
+
+    fn git_sync(&self, args: &[&str]) {
+        let _ = std::process::Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(self.git.path())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let worktrees = std::mem::take(&mut *self.worktrees.lock().expect("lock"));
+        for path in worktrees {
+            self.git_sync(&["worktree", "remove", "--force", "--force", &path.to_string_lossy()]);
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+        self.git_sync(&["worktree", "prune"]);
+        let kept = self.kept_branches.lock().expect("lock").clone();
+        for branch in self.branches.lock().expect("lock").iter().filter(|b| !kept.contains(b)) {
+            self.git_sync(&["branch", "-D", "-q", branch]);
+        }
+    }
+}

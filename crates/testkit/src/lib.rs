@@ -1,0 +1,132 @@
+//! Fixture repositories built with the `git` CLI in temporary directories.
+//!
+//! [`FixtureRepo`] is the low-level builder (commit files, branch, merge);
+//! [`scenarios`] builds the histories TraceLab's tests and benchmarks need:
+//! a regression behind a range where the test fails differently, a flaky test,
+//! merges, long linear histories with slow tests.
+
+pub mod scenarios;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A git repository in a temporary directory, removed on drop.
+#[derive(Debug)]
+pub struct FixtureRepo {
+    dir: tempfile::TempDir,
+    tick: u64,
+}
+
+impl FixtureRepo {
+    /// An empty repository on branch `main` with a fixed identity.
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new().prefix("tracelab-fixture-").tempdir().expect("temp dir");
+        let repo = Self { dir, tick: 0 };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Fixture Author"]);
+        repo.git(&["config", "user.email", "author@example.com"]);
+        repo.git(&["config", "commit.gpgsign", "false"]);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Keeps the directory after the fixture is dropped (for `tracelab demo --keep`).
+    pub fn into_path(self) -> PathBuf {
+        self.dir.keep()
+    }
+
+    /// Runs git in the repository and returns trimmed stdout; panics on failure (fixtures only).
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.path())
+            .args(args)
+            .env("GIT_AUTHOR_DATE", format!("2026-01-01T00:00:00Z +{}s", self.tick))
+            .env("GIT_COMMITTER_DATE", format!("2026-01-01T00:00:00Z +{}s", self.tick))
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Writes files (creating directories), stages everything, commits, returns the sha.
+    pub fn commit(&mut self, message: &str, files: &[(&str, &str)]) -> String {
+        for (path, content) in files {
+            let full = self.path().join(path);
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).expect("mkdir");
+            }
+            std::fs::write(full, content).expect("write fixture file");
+        }
+        self.commit_staged(message)
+    }
+
+    /// Removes files and commits.
+    pub fn remove(&mut self, message: &str, paths: &[&str]) -> String {
+        for path in paths {
+            std::fs::remove_file(self.path().join(path)).expect("remove fixture file");
+        }
+        self.commit_staged(message)
+    }
+
+    fn commit_staged(&mut self, message: &str) -> String {
+        self.tick += 60;
+        self.git(&["add", "-A"]);
+        let date = format!("{} +0000", 1_767_225_600 + self.tick);
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.path())
+            .args(["commit", "-q", "--allow-empty", "-m", message])
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .output()
+            .expect("git commit runs");
+        assert!(out.status.success(), "commit failed: {}", String::from_utf8_lossy(&out.stderr));
+        self.head()
+    }
+
+    pub fn head(&self) -> String {
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    pub fn checkout(&self, branch: &str) {
+        self.git(&["checkout", "-q", branch]);
+    }
+
+    pub fn branch(&self, name: &str) {
+        self.git(&["checkout", "-q", "-b", name]);
+    }
+
+    /// Merges `branch` into the current branch with a merge commit; returns its sha.
+    pub fn merge(&mut self, branch: &str, message: &str) -> String {
+        self.tick += 60;
+        let date = format!("{} +0000", 1_767_225_600 + self.tick);
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.path())
+            .args(["merge", "-q", "--no-ff", "-m", message, branch])
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .output()
+            .expect("git merge runs");
+        assert!(out.status.success(), "merge failed: {}", String::from_utf8_lossy(&out.stderr));
+        self.head()
+    }
+
+    /// Worktrees git knows about, the main one included.
+    pub fn worktrees(&self) -> Vec<String> {
+        self.git(&["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree ").map(str::to_string))
+            .collect()
+    }
+}
+
+impl Default for FixtureRepo {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,151 @@
+//! Histories with a known answer. Tests run with `python3 <script>`.
+
+use crate::FixtureRepo;
+
+/// A fixture plus the facts a test checks against.
+#[derive(Debug)]
+pub struct Scenario {
+    pub repo: FixtureRepo,
+    pub test_command: String,
+    /// Oldest commit (passes unless the scenario says otherwise).
+    pub root: String,
+    pub culprit: Option<String>,
+    /// Commits where the test fails for another reason than the regression.
+    pub broken: Vec<String>,
+    pub head: String,
+}
+
+const APP_GOOD: &str = "def add(a, b):\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n";
+const APP_BAD: &str = "def add(a, b):\n    # Fast path for small numbers.\n    if a < 10 and b < 10:\n        return a + b + (1 if a == b else 0)\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n";
+const UTIL: &str = "def fmt(value):\n    return f\"<{value}>\"\n";
+const TEST_APP: &str = "from app import add\nfrom util import fmt\n\n\ndef test_add():\n    result = add(2, 2)\n    assert result == 4, f\"add(2, 2) returned {fmt(result)}\"\n\n\nif __name__ == \"__main__\":\n    test_add()\n    print(\"ok\")\n";
+
+fn filler(repo: &mut FixtureRepo, i: usize) -> String {
+    let notes = format!("release notes, entry {i}\n");
+    repo.commit(&format!("Update notes ({i})"), &[("NOTES.md", &notes)])
+}
+
+/// A regression hidden behind a range where the test fails differently.
+///
+/// Commit layout (24 commits): 0 root (good); 4 removes `util.py`, so the test
+/// fails with `ModuleNotFoundError` until 13 restores it; 17 is the culprit
+/// (`add(2, 2)` returns 5, an `AssertionError`). `git bisect run` on exit codes
+/// blames commit 4; a signature-aware search must blame 17.
+pub fn regression_behind_broken_range() -> Scenario {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("util.py", UTIL), ("test_app.py", TEST_APP)]);
+    let mut broken = Vec::new();
+    let mut culprit = None;
+    for i in 1..24 {
+        let sha = match i {
+            4 => repo.remove("Move formatting helpers (WIP)", &["util.py"]),
+            13 => repo.commit("Bring formatting helpers back", &[("util.py", UTIL)]),
+            17 => repo.commit("Speed up add for small numbers", &[("app.py", APP_BAD)]),
+            _ => filler(&mut repo, i),
+        };
+        if (4..13).contains(&i) {
+            broken.push(sha.clone());
+        }
+        if i == 17 {
+            culprit = Some(sha);
+        }
+    }
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit, broken, head }
+}
+
+/// A linear history of `commits` commits whose test sleeps `test_seconds`;
+/// commit number `culprit_at` (1-based from the root) introduces the failure.
+pub fn linear_regression(commits: usize, culprit_at: usize, test_seconds: f64) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at < commits);
+    let test = format!(
+        "import time\nfrom app import add\n\ntime.sleep({test_seconds})\nassert add(2, 2) == 4, f\"add(2, 2) returned {{add(2, 2)}}\"\nprint(\"ok\")\n"
+    );
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("test_app.py", &test)]);
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Speed up add for small numbers", &[("app.py", APP_BAD)]));
+        } else {
+            let counter = format!("{i}\n");
+            repo.commit(&format!("Bump build counter to {i}"), &[("COUNTER", &counter)]);
+        }
+    }
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit, broken: Vec::new(), head }
+}
+
+/// A test that fails with probability `rate` at every commit (no culprit).
+pub fn flaky(rate: f64, commits: usize) -> Scenario {
+    let test = format!(
+        "import random\n\nvalue = random.random()\nassert value >= {rate}, f\"race lost: value {{value:.3f}} below {rate}\"\nprint(\"ok\")\n"
+    );
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Add a racy test", &[("test_race.py", &test)]);
+    for i in 1..commits {
+        filler(&mut repo, i);
+    }
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 test_race.py".into(), root, culprit: None, broken: Vec::new(), head }
+}
+
+/// The regression is introduced on a feature branch that is merged into main.
+///
+/// ```text
+/// main:    root - m1 - m2 ------------ merge - m3 (HEAD)
+///                   \                 /
+/// feature:           f1 - f2 (culprit) - f3
+/// ```
+pub fn regression_in_merged_branch() -> Scenario {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("util.py", UTIL), ("test_app.py", TEST_APP)]);
+    filler(&mut repo, 1);
+    repo.branch("feature");
+    repo.commit("Feature: add scale docs", &[("docs/scale.md", "scale(x, f) multiplies\n")]);
+    let culprit = repo.commit("Feature: speed up add", &[("app.py", APP_BAD)]);
+    repo.commit("Feature: more docs", &[("docs/add.md", "add(a, b) adds\n")]);
+    repo.checkout("main");
+    filler(&mut repo, 2);
+    filler(&mut repo, 3);
+    repo.merge("feature", "Merge branch 'feature'");
+    filler(&mut repo, 4);
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit: Some(culprit), broken: Vec::new(), head }
+}
+
+/// The test passes at every commit.
+pub fn passing(commits: usize) -> Scenario {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("util.py", UTIL), ("test_app.py", TEST_APP)]);
+    for i in 1..commits {
+        filler(&mut repo, i);
+    }
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit: None, broken: Vec::new(), head }
+}
+
+/// A test that only passes in UTC: it hard-codes a UTC hour for a timestamp
+/// rendered in local time. Fails in every commit when `TZ` is not UTC.
+pub fn timezone_dependent(commits: usize) -> Scenario {
+    let test = "import time\n\nstamp = time.strftime(\"%H:%M\", time.localtime(0))\nassert stamp == \"00:00\", f\"expected 00:00, rendered {stamp}\"\nprint(\"ok\")\n";
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Add report time test", &[("test_time.py", test)]);
+    for i in 1..commits {
+        filler(&mut repo, i);
+    }
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 test_time.py".into(), root, culprit: None, broken: Vec::new(), head }
+}
+
+/// A unittest suite where `test_b` passes alone and fails after `test_a`
+/// pollutes a module-level cache (unittest runs tests in name order).
+pub fn order_dependent() -> Scenario {
+    let cache = "CACHE = {}\n\n\ndef price(item):\n    return CACHE.get(item, 10)\n";
+    let tests = "import unittest\n\nimport shop\n\n\nclass ShopTest(unittest.TestCase):\n    def test_a_discount(self):\n        shop.CACHE[\"book\"] = 5\n        self.assertEqual(shop.price(\"book\"), 5)\n\n    def test_b_default_price(self):\n        self.assertEqual(shop.price(\"book\"), 10)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit("Shop with a price cache", &[("shop.py", cache), ("test_shop.py", tests)]);
+    filler(&mut repo, 1);
+    let head = repo.head();
+    Scenario { repo, test_command: "python3 -m unittest test_shop".into(), root, culprit: None, broken: Vec::new(), head }
+}
