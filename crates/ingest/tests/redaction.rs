@@ -44,7 +44,7 @@ fn luhn_complete(prefix: &str) -> String {
                 }
             })
             .sum();
-        if sum % 10 == 0 {
+        if sum.is_multiple_of(10) {
             return candidate;
         }
     }
@@ -472,8 +472,10 @@ fn every_planted_value_is_redacted_and_benign_ids_survive() {
 #[test]
 fn parse_output_has_no_planted_value_and_signatures_survive_redaction() {
     let corpus = planted();
-    let mut raw = ParseOptions::default();
-    raw.redact = false;
+    let raw = ParseOptions {
+        redact: false,
+        ..ParseOptions::default()
+    };
     let redacted_opts = ParseOptions::default();
     for (kind, value, ctx) in corpus.iter().filter(|(k, _, _)| *k != "private_key") {
         let msg = ctx.replace("{}", value).replace('\n', " ");

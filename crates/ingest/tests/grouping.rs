@@ -1,0 +1,235 @@
+//! Failure groups and the investigation policy, through the in-memory store.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use tracelab_ingest::{
+    Decision, GroupStatus, GroupStore, InMemoryGroupStore, Observation, Occurrence, ParseOptions,
+    Policy, Reason, SkipReason, Trigger, parse, triage,
+};
+
+/// The in-memory store never waits, so one poll completes it.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("in-memory store returned Pending"),
+    }
+}
+
+fn trace(root: &str, line: u32, func: &str) -> String {
+    format!(
+        "Traceback (most recent call last):\n  File \"{root}/shop/api.py\", line {}, in handle\n    checkout(order)\n  File \"{root}/shop/orders.py\", line {line}, in {func}\n    send_receipt(order)\nKeyError: 'email'\n",
+        line + 40
+    )
+}
+
+fn occurrence(text: &str, at: i64, commit: &str, branch: &str) -> Occurrence {
+    let out = parse(text.as_bytes(), &ParseOptions::default());
+    Occurrence::from_failure(&out.failures[0], at, Some(commit), Some(branch))
+}
+
+#[test]
+fn same_bug_on_other_machines_and_lines_is_one_group() {
+    let a = occurrence(
+        &trace("/home/alice/shop", 58, "checkout"),
+        100,
+        "c1",
+        "main",
+    );
+    let b = occurrence(
+        &trace("/builds/acme/shop", 61, "checkout"),
+        200,
+        "c2",
+        "main",
+    );
+    let c = occurrence(&trace("/app", 58, "refund"), 300, "c2", "main");
+    assert_eq!(a.key, b.key);
+    assert_ne!(
+        a.key, c.key,
+        "a different innermost function is a different group"
+    );
+    assert_eq!(a.title, "KeyError: '<q>'".replace("<q>", "email"));
+}
+
+#[test]
+fn lifecycle_new_recurrence_resolution_regression() {
+    let store = InMemoryGroupStore::new();
+    let policy = Policy::default();
+    let t = trace("/app", 58, "checkout");
+
+    // First seen on a feature branch: grouped, not investigated.
+    let (g, obs, d) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 100, "f1", "feature/x"),
+        &Trigger::Automatic,
+        100,
+    ))
+    .unwrap();
+    assert_eq!(obs, Observation::New);
+    assert_eq!(
+        d,
+        Decision::Skip {
+            reason: SkipReason::NotProtectedBranch
+        }
+    );
+    assert_eq!((g.count, g.first_seen, g.last_seen), (1, 100, 100));
+
+    // Seen on main: recurrence, but main is protected and the group is not new any more.
+    let (g, obs, d) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 200, "m1", "main"),
+        &Trigger::Automatic,
+        200,
+    ))
+    .unwrap();
+    assert_eq!(obs, Observation::Recurrence);
+    assert_eq!(
+        d,
+        Decision::Skip {
+            reason: SkipReason::BelowThreshold {
+                count: 2,
+                commits: 2
+            }
+        }
+    );
+    assert_eq!(g.branches.len(), 2);
+
+    // Third sighting on another commit: the recurrence threshold (3) is reached.
+    let (g, _, d) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 300, "m2", "main"),
+        &Trigger::Automatic,
+        300,
+    ))
+    .unwrap();
+    assert_eq!(
+        d,
+        Decision::Investigate {
+            reason: Reason::Recurrence {
+                count: 3,
+                commits: 3
+            }
+        }
+    );
+    assert_eq!(g.investigation.as_ref().map(|m| m.requested_at), Some(300));
+
+    // Fourth: an investigation is already requested, so no duplicate.
+    let (_, _, d) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 400, "m3", "main"),
+        &Trigger::Automatic,
+        400,
+    ))
+    .unwrap();
+    assert!(
+        matches!(
+            d,
+            Decision::Skip {
+                reason: SkipReason::AlreadyRequested { .. }
+            }
+        ),
+        "{d:?}"
+    );
+
+    // Fixed, then back on main: a regression, investigated again.
+    let key = g.key.clone();
+    let resolved = block_on(store.resolve(&key, 500, Some("fix1".into()))).unwrap();
+    assert_eq!(
+        resolved.status,
+        GroupStatus::Resolved {
+            at: 500,
+            commit: Some("fix1".into())
+        }
+    );
+    let (g, obs, d) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 600, "m4", "main"),
+        &Trigger::Automatic,
+        600,
+    ))
+    .unwrap();
+    assert_eq!(
+        obs,
+        Observation::Regression {
+            resolved_at: 500,
+            resolved_in: Some("fix1".into())
+        }
+    );
+    assert_eq!(
+        d,
+        Decision::Investigate {
+            reason: Reason::Regression
+        }
+    );
+    assert_eq!((g.regressions, g.status.clone()), (1, GroupStatus::Open));
+
+    // A late-arriving occurrence from before the fix does not reopen it.
+    block_on(store.resolve(&key, 700, None)).unwrap();
+    let (g, obs, _) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 650, "m4", "main"),
+        &Trigger::Automatic,
+        800,
+    ))
+    .unwrap();
+    assert_eq!(obs, Observation::Recurrence);
+    assert!(matches!(g.status, GroupStatus::Resolved { .. }));
+
+    // Manual requests always go through.
+    let (_, _, d) = block_on(triage(
+        &store,
+        &policy,
+        &occurrence(&t, 900, "m5", "feature/y"),
+        &Trigger::Manual {
+            requested_by: "sre@acme".into(),
+        },
+        900,
+    ))
+    .unwrap();
+    assert_eq!(
+        d,
+        Decision::Investigate {
+            reason: Reason::Manual {
+                requested_by: "sre@acme".into()
+            }
+        }
+    );
+    assert_eq!(block_on(store.list(10)).unwrap().len(), 1);
+}
+
+#[test]
+fn new_signature_on_protected_branch_is_investigated() {
+    let store = InMemoryGroupStore::new();
+    let policy = Policy {
+        protected_branches: vec!["main".into(), "release/*".into()],
+        ..Policy::default()
+    };
+    let occ = occurrence(&trace("/app", 58, "checkout"), 10, "r1", "release/2.4");
+    let (_, obs, d) = block_on(triage(&store, &policy, &occ, &Trigger::Automatic, 10)).unwrap();
+    assert_eq!(obs, Observation::New);
+    assert_eq!(
+        d,
+        Decision::Investigate {
+            reason: Reason::NewOnProtectedBranch {
+                branch: "release/2.4".into()
+            }
+        }
+    );
+    assert!(
+        block_on(store.get(&occ.key))
+            .unwrap()
+            .unwrap()
+            .investigation
+            .is_some()
+    );
+    assert!(
+        block_on(store.resolve(&tracelab_ingest::GroupKey("stack:none".into()), 1, None)).is_err()
+    );
+}
