@@ -30,6 +30,7 @@
 //! [`check_patch_paths`] is the file-system half of patch safety the engine
 //! runs before applying a patch. See `docs/sandbox.md` for the security model.
 
+mod cgroup;
 mod config;
 mod error;
 mod output;

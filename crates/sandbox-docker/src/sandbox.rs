@@ -20,6 +20,7 @@
 //!    report a memory-limit kill; a program Docker could not start is reported
 //!    as blocked with the reason.
 
+use crate::cgroup::{Cgroup, KEEPER_PROCESSES};
 use crate::config::{DockerConfig, Ownership, WORKDIR};
 use crate::error::{docker as docker_error, is_not_found};
 use crate::output::Capture;
@@ -67,6 +68,8 @@ pub(crate) struct Inner {
     /// The exec of the command running now, so a dropped future can wait
     /// for it to be gone.
     current_exec: std::sync::Mutex<Option<String>>,
+    /// Host paths of the container's cgroup files, found after each start.
+    cgroup: std::sync::Mutex<Cgroup>,
     closed: AtomicBool,
     removed: AtomicBool,
 }
@@ -107,6 +110,7 @@ impl DockerSandbox {
             label,
             state: Arc::new(Mutex::new(State::default())),
             current_exec: std::sync::Mutex::new(None),
+            cgroup: std::sync::Mutex::new(Cgroup::default()),
             closed: AtomicBool::new(false),
             removed: AtomicBool::new(false),
         });
@@ -121,6 +125,7 @@ impl DockerSandbox {
             let _ = sandbox.close().await;
             return Err(error);
         }
+        sandbox.inner.discover_cgroup().await;
         let baseline = sandbox.inner.read_oom_kills().await;
         sandbox.inner.state.lock().await.oom_kills = baseline;
         Ok(sandbox)
@@ -456,21 +461,53 @@ impl Inner {
     }
 
     /// Kills every process of the command user (`kill(-1)` spares the caller,
-    /// PID 1 and, by permission, the keeper's processes). Falls back to a
-    /// container restart when the kill cannot run (e.g. the pids limit is hit).
+    /// PID 1 and, by permission, the keeper's processes; a fork racing with
+    /// it is aborted by the kernel). Where the cgroup is visible, waits until
+    /// only the keepers remain, retrying a few times because the kill itself
+    /// cannot start while the pids limit is exhausted. Falls back to
+    /// restarting the container.
     async fn kill_commands(&self) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
         let uid = self.config.user.0;
-        match Box::pin(self.housekeeping(&["kill", "-s", "KILL", "--", "-1"], uid)).await {
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(container = %self.container_id, %error, "cannot kill leftovers in place; restarting the sandbox");
-                if let Err(error) = self.restart().await {
-                    tracing::error!(container = %self.container_id, %error, "sandbox restart failed");
+        for attempt in 0..5 {
+            let outcome = Box::pin(self.housekeeping(&["kill", "-KILL", "-1"], uid)).await;
+            let ran = match &outcome {
+                Ok((Some(code), output)) => start_failure(*code, output, "kill").is_none(),
+                Ok((None, _)) => false,
+                Err(error) => {
+                    tracing::debug!(container = %self.container_id, %error, attempt, "kill did not run");
+                    false
                 }
+            };
+            match (
+                ran,
+                self.wait_for_keepers_only(Duration::from_secs(1)).await,
+            ) {
+                (_, Some(true)) | (true, None) => return,
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
             }
+        }
+        tracing::warn!(container = %self.container_id, "cannot kill leftovers in place; restarting the sandbox");
+        if let Err(error) = self.restart().await {
+            tracing::error!(container = %self.container_id, %error, "sandbox restart failed");
+        }
+    }
+
+    /// `Some(true)` once the cgroup holds only the keepers, `Some(false)` if
+    /// it still holds more after `patience`, `None` when it is not visible.
+    async fn wait_for_keepers_only(&self, patience: Duration) -> Option<bool> {
+        let cgroup = self.cgroup();
+        let deadline = Instant::now() + patience;
+        loop {
+            if cgroup.pids()? <= KEEPER_PROCESSES {
+                return Some(true);
+            }
+            if Instant::now() >= deadline {
+                return Some(false);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -484,10 +521,56 @@ impl Inner {
                 }),
             )
             .await
-            .map_err(|e| self.gone_or(docker_error("restart container", e)))
+            .map_err(|e| self.gone_or(docker_error("restart container", e)))?;
+        self.discover_cgroup().await;
+        Ok(())
+    }
+
+    /// Finds the container's cgroup files on the host (new after each start).
+    async fn discover_cgroup(&self) {
+        let pid = match self
+            .docker
+            .inspect_container(&self.container_id, None)
+            .await
+        {
+            Ok(inspect) => inspect.state.and_then(|s| s.pid).unwrap_or(0),
+            Err(_) => 0,
+        };
+        let found = if pid > 0 {
+            Cgroup::discover(Path::new("/proc"), Path::new("/sys/fs/cgroup"), pid)
+        } else {
+            Cgroup::default()
+        };
+        tracing::debug!(container = %self.container_id, ?found, "sandbox cgroup files");
+        *self.cgroup.lock().expect("cgroup lock") = found;
+    }
+
+    fn cgroup(&self) -> Cgroup {
+        self.cgroup.lock().expect("cgroup lock").clone()
+    }
+
+    /// Kills what a finished command left running. Skipped when the cgroup
+    /// shows only the keepers (the exited command may take a moment to be
+    /// reaped, hence one short second look before paying for an exec).
+    async fn sweep_leftovers(&self) {
+        if self.may_have_leftovers() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            if self.may_have_leftovers() {
+                tracing::debug!(container = %self.container_id, "sweeping leftover processes");
+                self.kill_commands().await;
+            }
+        }
+    }
+
+    /// Whether processes other than the keepers may be running (true when unknown).
+    fn may_have_leftovers(&self) -> bool {
+        self.cgroup().pids().is_none_or(|n| n > KEEPER_PROCESSES)
     }
 
     async fn read_oom_kills(&self) -> Option<u64> {
+        if let Some(count) = self.cgroup().oom_kills() {
+            return Some(count);
+        }
         let argv = [
             "cat",
             "/sys/fs/cgroup/memory.events",
@@ -543,7 +626,7 @@ impl Inner {
             return Ok(result);
         }
         // Anything the command left behind goes before the next one starts.
-        self.kill_commands().await;
+        self.sweep_leftovers().await;
         match finished.exit_code {
             None => {
                 result.blocked =
