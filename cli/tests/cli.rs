@@ -1,0 +1,120 @@
+//! The `tracelab` binary as users and CI scripts call it.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+use std::time::Duration;
+use tracelab_testkit::scenarios;
+
+fn tracelab(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("tracelab runs")
+}
+
+#[test]
+fn investigate_prints_the_json_contract_and_the_store_keeps_it() {
+    let s = scenarios::regression_behind_broken_range();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let repo = s.repo.path().to_str().unwrap();
+    let out = tracelab(&db, &["investigate", "--repo", repo, "--test", &s.test_command, "--format", "json", "--parallel", "2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is pure JSON");
+    assert_eq!(report["verdict"], "regression");
+    assert_eq!(report["state"], "WAITING_FOR_REVIEW");
+    assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
+    assert_eq!(report["culprit"]["summary"], "Speed up add for small numbers");
+    assert!(report["flaky"].is_null());
+    let h = &report["hypotheses"][0];
+    for key in ["id", "agent", "kind", "status", "patch", "experiments"] {
+        assert!(h.get(key).is_some(), "hypothesis lacks {key}");
+    }
+    assert_eq!(h["status"], "VERIFIED");
+    assert_eq!(report["winner"]["id"], h["id"]);
+    let steps: Vec<&str> = h["experiments"].as_array().unwrap().iter().map(|e| e["step"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["reproduction", "regression_before", "regression_after", "existing_tests"]);
+    for e in h["experiments"].as_array().unwrap() {
+        for key in ["command", "revision", "exit_code", "duration_ms", "output", "outcome", "sandbox"] {
+            assert!(e.get(key).is_some(), "experiment lacks {key}");
+        }
+    }
+    assert!(!String::from_utf8_lossy(&out.stderr).is_empty(), "progress goes to stderr");
+
+    let id = report["id"].as_str().unwrap();
+    let list = tracelab(&db, &["investigations", "list", "--format", "json"]);
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list[0]["id"], id);
+    let show = tracelab(&db, &["investigations", "show", id, "--format", "json"]);
+    let shown: Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(shown["culprit"], report["culprit"]);
+    let md = tracelab(&db, &["investigations", "show", id]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("## Culprit"));
+
+    let approve = tracelab(&db, &["investigations", "approve", id]);
+    assert!(approve.status.success());
+    assert!(String::from_utf8_lossy(&approve.stdout).contains("ai-debug/"));
+    let again = tracelab(&db, &["investigations", "approve", id]);
+    assert!(!again.status.success(), "only WAITING_FOR_REVIEW can be approved");
+    let again_err = String::from_utf8_lossy(&again.stderr);
+    assert!(again_err.contains("is APPROVED"), "{again_err}");
+}
+
+#[test]
+fn errors_are_one_line_and_exit_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let not_repo = dir.path().to_str().unwrap();
+    let out = tracelab(&db, &["investigate", "--repo", not_repo, "--test", "python3 t.py"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: ") && stderr.contains("not a git repository"));
+    assert!(out.stdout.is_empty());
+
+    let missing = tracelab(&db, &["investigations", "show", "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no investigation nope"));
+}
+
+#[test]
+fn ctrl_c_cleans_up_worktrees_and_marks_the_investigation_failed() {
+    let s = scenarios::linear_regression(40, 30, 3.0);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let child = Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .arg("--db")
+        .arg(&db)
+        .args(["investigate", "--repo", s.repo.path().to_str().unwrap(), "--test", &s.test_command, "--parallel", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until probe worktrees exist, then interrupt.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while s.repo.worktrees().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no worktree appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(s.repo.worktrees().len(), 1, "worktrees left: {:?}", s.repo.worktrees());
+    assert!(s.repo.git(&["branch", "--list", "ai-debug/*"]).is_empty());
+    let list = tracelab(&db, &["investigations", "list", "--format", "json"]);
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list[0]["state"], "FAILED");
+    // No test process outlives the interruption: none runs in the investigation's workspace.
+    let id = list[0]["id"].as_str().unwrap();
+    let workspace_prefix = format!("tracelab-{}-", &id[id.len() - 8..]);
+    let leftovers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path().join("cwd")).ok())
+        .map(|cwd| cwd.display().to_string())
+        .filter(|cwd| cwd.contains(&workspace_prefix))
+        .collect();
+    assert!(leftovers.is_empty(), "processes left in the workspace: {leftovers:?}");
+}
