@@ -217,14 +217,9 @@ impl DockerSandboxProvider {
                 worktree.display()
             )));
         }
+        let mut walker = ownership::Walker::default();
         if self.config.ownership != Ownership::Leave {
-            let (root, (uid, gid)) = (worktree.clone(), self.config.user);
-            tokio::task::spawn_blocking(move || ownership::hand_over(&root, uid, gid))
-                .await
-                .map_err(|e| Error::internal(format!("worktree ownership task failed: {e}")))?
-                .map_err(|e| {
-                    Error::internal(format!("cannot hand the worktree to uid {uid}: {e}"))
-                })?;
+            walker = crate::sandbox::hand_over(walker, &worktree, self.config.user).await?;
         }
         let body = self.container_body(&worktree, label);
         let name = container_name(label);
@@ -247,6 +242,7 @@ impl DockerSandboxProvider {
             self.image_id.clone(),
             worktree,
             label.to_string(),
+            walker,
         )
         .await
     }

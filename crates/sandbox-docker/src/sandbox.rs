@@ -77,6 +77,8 @@ pub(crate) struct Inner {
 /// What the lock protects: knowledge about the container between commands.
 #[derive(Debug, Default)]
 struct State {
+    /// Remembers the worktree's directories between ownership walks.
+    walker: ownership::Walker,
     /// The memory cgroup's `oom_kill` counter after the last command, when readable.
     oom_kills: Option<u64>,
 }
@@ -100,6 +102,7 @@ impl DockerSandbox {
         image_id: String,
         worktree: PathBuf,
         label: String,
+        walker: ownership::Walker,
     ) -> Result<Self> {
         let inner = Arc::new(Inner {
             docker,
@@ -108,7 +111,10 @@ impl DockerSandbox {
             image_id,
             worktree,
             label,
-            state: Arc::new(Mutex::new(State::default())),
+            state: Arc::new(Mutex::new(State {
+                walker,
+                oom_kills: None,
+            })),
             current_exec: std::sync::Mutex::new(None),
             cgroup: std::sync::Mutex::new(Cgroup::default()),
             closed: AtomicBool::new(false),
@@ -165,6 +171,19 @@ impl DockerSandbox {
         }
         Ok(())
     }
+}
+
+/// Runs an ownership walk off the async threads and gives the walker back.
+pub(crate) async fn hand_over(
+    mut walker: ownership::Walker,
+    root: &Path,
+    (uid, gid): (u32, u32),
+) -> Result<ownership::Walker> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || walker.hand_over(&root, uid, gid).map(|_| walker))
+        .await
+        .map_err(|e| Error::internal(format!("worktree ownership task failed: {e}")))?
+        .map_err(|e| Error::internal(format!("cannot hand the worktree to uid {uid}: {e}")))
 }
 
 /// The fixed environment with `extra` applied on top (same key replaces).
@@ -595,13 +614,8 @@ impl Inner {
             lock: Some(lock),
         };
         if self.config.ownership == Ownership::ChownBeforeEachExec {
-            let (root, (uid, gid)) = (self.worktree.clone(), self.config.user);
-            tokio::task::spawn_blocking(move || ownership::hand_over(&root, uid, gid))
-                .await
-                .map_err(|e| Error::internal(format!("worktree ownership task failed: {e}")))?
-                .map_err(|e| {
-                    Error::internal(format!("cannot hand the worktree to uid {uid}: {e}"))
-                })?;
+            let walker = std::mem::take(&mut running.state().walker);
+            running.state().walker = hand_over(walker, &self.worktree, self.config.user).await?;
         }
         let finished = self
             .run(
