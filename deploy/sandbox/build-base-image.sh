@@ -7,7 +7,7 @@
 set -euo pipefail
 image="${1:-tracelab-sandbox-base:bookworm}"
 if docker image inspect "$image" >/dev/null 2>&1; then
-  echo "image $image exists"
+  echo "image $image exists: $(docker image inspect --format '{{.Id}}' "$image")"
   exit 0
 fi
 command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
@@ -21,4 +21,7 @@ rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 tar -C "$root" -c . | docker import \
   --change 'USER 10001' --change 'WORKDIR /work' --change 'ENV LANG=C.UTF-8 TZ=UTC' \
   - "$image" >/dev/null
-echo "built $image"
+# Smoke check: the sandbox needs python3, pytest, kill (procps) and uid 10001.
+docker run --rm --network none "$image" sh -c 'python3 -m pytest --version >/dev/null && command -v kill >/dev/null && test "$(id -u)" = 10001' \
+  || { echo "image $image is missing python3-pytest, procps or the sandbox user" >&2; exit 1; }
+echo "built $image: $(docker image inspect --format '{{.Id}}' "$image")"

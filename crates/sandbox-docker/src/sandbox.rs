@@ -14,8 +14,9 @@
 //!    different uid, so they survive); if that cannot run (pids exhausted) or
 //!    the stream still does not end, the container is restarted;
 //! 6. the exit code is read only once the stream has ended;
-//! 7. a sweep (`kill -KILL -1` again) removes anything the command left
-//!    running, so re-runs start from the same state;
+//! 7. if the container's pids cgroup (read on the host) shows more than the
+//!    init and the keep-alive, a sweep (`kill -KILL -1` again) removes what
+//!    the command left running, so re-runs start from the same state;
 //! 8. exit 137 is checked against the memory cgroup's `oom_kill` counter to
 //!    report a memory-limit kill; a program Docker could not start is reported
 //!    as blocked with the reason.
@@ -655,7 +656,8 @@ impl Inner {
                     let after = self.read_oom_kills().await;
                     running.state().oom_kills = after;
                     let oom = match (before, after) {
-                        (Some(b), Some(a)) => a > b,
+                        // A restarted container starts a new cgroup whose counter is lower.
+                        (Some(b), Some(a)) => a > b || (a < b && a > 0),
                         _ => self.container_oom_killed().await,
                     };
                     if oom {
