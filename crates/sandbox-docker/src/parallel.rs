@@ -69,3 +69,70 @@ where
     done.sort_by_key(|(index, _)| *index);
     Ok(done.into_iter().map(|(_, result)| result).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    /// Fails every third run; counts how often it ran.
+    struct Fake {
+        runs: AtomicU32,
+    }
+
+    #[async_trait::async_trait]
+    impl Sandbox for Fake {
+        fn describe(&self) -> String {
+            "fake".into()
+        }
+        async fn exec(&self, _spec: &CommandSpec) -> Result<CommandResult> {
+            let n = self.runs.fetch_add(1, Ordering::SeqCst);
+            tokio::task::yield_now().await;
+            Ok(CommandResult {
+                exit_code: Some(i32::from(n % 3 == 2)),
+                duration: Duration::ZERO,
+                output: String::new(),
+                blocked: None,
+            })
+        }
+        async fn close(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn fakes(n: usize) -> Vec<Box<dyn Sandbox>> {
+        (0..n)
+            .map(|_| {
+                Box::new(Fake {
+                    runs: AtomicU32::new(0),
+                }) as Box<dyn Sandbox>
+            })
+            .collect()
+    }
+
+    fn spec() -> CommandSpec {
+        CommandSpec {
+            argv: vec!["true".into()],
+            env: Vec::new(),
+            timeout: Duration::from_secs(1),
+            output_limit: 10,
+        }
+    }
+
+    #[tokio::test]
+    async fn spreads_all_runs_and_stops_when_asked() {
+        let sandboxes = fakes(3);
+        let results = run_parallel(&sandboxes, &spec(), 50).await.unwrap();
+        assert_eq!(results.len(), 50);
+        let failures = results.iter().filter(|r| r.exit_code == Some(1)).count();
+        assert!((14..=17).contains(&failures), "{failures}");
+
+        let sandboxes = fakes(2);
+        let results = run_parallel_until(&sandboxes, &spec(), 100, |so_far| so_far.len() >= 10)
+            .await
+            .unwrap();
+        assert!((10..=11).contains(&results.len()), "{}", results.len());
+        assert!(run_parallel(&fakes(0), &spec(), 1).await.is_err());
+    }
+}

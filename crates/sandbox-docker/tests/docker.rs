@@ -629,3 +629,52 @@ async fn missing_daemon_is_unavailable() {
     let error = DockerSandboxProvider::connect(config).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::Unavailable, "{error}");
 }
+
+#[tokio::test]
+async fn linked_worktree_git_file_is_read_only() {
+    let Some(provider) = provider("linked_worktree_git_file_is_read_only", small()).await else {
+        return;
+    };
+    let label = label("linked");
+    let repo = worktree(&[("app.py", "print('hi')\n")]);
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "safe.directory=*",
+            ])
+            .args(args)
+            .current_dir(repo.path())
+            .output()
+            .expect("git");
+        assert!(status.status.success(), "{status:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "init"]);
+    let linked = repo.path().join("linked");
+    git(&["worktree", "add", "-q", linked.to_str().unwrap()]);
+    assert!(linked.join(".git").is_file());
+    let sandbox = provider.open_docker(&linked, &label).await.unwrap();
+    let script = "try:\n    open('/work/.git', 'w').write('gitdir: /tmp/evil')\n    print('WROTE')\nexcept OSError as e:\n    print('refused', e.strerror)\n";
+    let result = sandbox
+        .exec(&spec(&["python3", "-c", script], Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.output, "refused Read-only file system\n",
+        "{result:?}"
+    );
+    assert!(
+        std::fs::read_to_string(linked.join(".git"))
+            .unwrap()
+            .starts_with("gitdir: /")
+    );
+    // The engine's root git still works in the handed-over worktree.
+    git(&["-C", linked.to_str().unwrap(), "status", "--short"]);
+    finish(&provider, &label, &[&sandbox]).await;
+}
