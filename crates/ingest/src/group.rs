@@ -16,8 +16,8 @@ use std::sync::Mutex;
 /// Commits and branches remembered per group, at most (oldest kept).
 pub const MAX_TRACKED: usize = 200;
 
-/// What makes two failures "the same": `stack:<sig>` when the failure has
-/// in-app frames with function names, else `error:<sig>` refined by the
+/// What makes two failures "the same": `stack:<sig>[:<type sig>]` when the
+/// failure has in-app frames with function names (plus its exception type), else `error:<sig>` refined by the
 /// innermost in-app file when there is one (`error:<sig>@<file sig>`: two
 /// `E0425` errors in different files are different problems).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -27,7 +27,15 @@ pub struct GroupKey(pub String);
 impl GroupKey {
     pub fn for_failure(f: &Failure) -> Self {
         match &f.stack_signature {
-            Some(s) => GroupKey(format!("stack:{s}")),
+            // The exception type splits one code path failing in two ways
+            // (a KeyError and a TypeError in the same function are two bugs).
+            Some(s) => match &f.exception_type {
+                Some(t) => GroupKey(format!(
+                    "stack:{s}:{}",
+                    &crate::signature::error_signature(Some(t), "")[..8]
+                )),
+                None => GroupKey(format!("stack:{s}")),
+            },
             None => match crate::signature::location_signature(&f.frames) {
                 Some(loc) => GroupKey(format!("error:{}@{}", f.error_signature, &loc[..8])),
                 None => GroupKey(format!("error:{}", f.error_signature)),

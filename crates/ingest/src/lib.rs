@@ -110,6 +110,23 @@ pub fn parse(input: &[u8], options: &ParseOptions) -> ParseOutput {
     finish(parsed.failures, diagnostics, format, options)
 }
 
+/// Benchmark support: parsing without normalisation, signatures or
+/// redaction, the baseline the throughput benchmark compares against.
+#[doc(hidden)]
+pub fn parse_unprocessed(input: &[u8], options: &ParseOptions) -> ParseOutput {
+    let (bytes, _) = input::cap_slice(input, &options.limits);
+    let mut diagnostics = Vec::new();
+    let text = input::to_text(&bytes, &mut diagnostics);
+    let format = options.format.unwrap_or_else(|| detect(&text));
+    let parsed = parsers::dispatch(format, &text, &options.limits);
+    diagnostics.extend(parsed.diagnostics);
+    ParseOutput {
+        failures: parsed.failures,
+        diagnostics,
+        format,
+    }
+}
+
 /// Turns log records (from an OTLP logs intake, or already-decoded JSON) into failures.
 pub fn parse_log_records(records: &[LogRecord], options: &ParseOptions) -> ParseOutput {
     let failures = records

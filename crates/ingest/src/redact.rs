@@ -186,7 +186,9 @@ const DETECTORS: &[Detector] = &[
     },
     Detector {
         kind: SecretKind::CreditCard,
-        pattern: r"\b[2-6](?:[ -]?\d){12,18}\b",
+        // Unseparated, or groups of four with one consistent separator, or
+        // Amex 4-6-5: UUIDs and dates are not read as cards.
+        pattern: r"\b[2-6]\d{12,18}\b|\b[2-6]\d{3} \d{4} \d{4} \d{1,4}(?: \d{1,3})?\b|\b[2-6]\d{3}-\d{4}-\d{4}-\d{1,4}(?:-\d{1,3})?\b|\b3[47]\d{2}[ -]\d{6}[ -]\d{5}\b",
         group: 0,
         validate: Some(luhn_valid),
     },

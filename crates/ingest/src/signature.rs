@@ -70,6 +70,8 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<id>"),
         (r"(?i)\b0x[0-9a-f]+\b", "<hex>"),
         (r"(?i)\b[0-9a-f]*\d[0-9a-f]*[a-f][0-9a-f]*\b|(?i)\b[0-9a-f]*[a-f][0-9a-f]*\d[0-9a-f]*\b", "<hex>"),
+        // Identifiers mixing letters and digits (`cus_Pq12Rs34`, `t_8f3a2`, `req-77ab`).
+        (r"\b[A-Za-z][A-Za-z0-9]*[_-][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b|\b[A-Za-z]+\d[A-Za-z0-9]{4,}\b", "<id>"),
         // Quoted values: a name in quotes is data, not the error's kind.
         (r#""[^"\n]{0,200}"|'[^'\n]{0,200}'|`[^`\n]{0,200}`"#, "<q>"),
         // Paths (Unix and Windows), URLs.
@@ -146,6 +148,10 @@ mod tests {
         let b =
             normalize_message("user 7 not found at 2025-01-02T11:12:13Z in /var/x/y.db ('bob')");
         assert_eq!(a, b);
+        assert_eq!(
+            normalize_message("customer cus_Pq12Rs34 tenant t_8f3a2"),
+            normalize_message("customer cus_Zz98Yx tenant t_11")
+        );
         assert_eq!(
             error_signature(
                 Some("KeyError"),
