@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 
 /// Bumped when `ParsedFile` or the extraction rules change, so stale entries
 /// are re-parsed instead of misread.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct OnDisk {

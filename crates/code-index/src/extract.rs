@@ -291,6 +291,36 @@ impl<'s> Walker<'s> {
                     child_prefix: None,
                 })
             }
+            // Test callbacks (`test('adds', () => ...)`, `it`, `describe`) are
+            // the tests' functions: naming them lets a failing test's frame
+            // seed the call graph like any other function.
+            (Language::JavaScript | Language::TypeScript, "call_expression") => {
+                let f = node.child_by_field_name("function")?;
+                if !matches!(self.text(f), "test" | "it" | "describe") {
+                    return None;
+                }
+                let args = node.child_by_field_name("arguments")?;
+                let title = args
+                    .named_child(0)
+                    .filter(|a| matches!(a.kind(), "string" | "template_string"))?;
+                let callback = args.named_child(1)?;
+                if !matches!(
+                    callback.kind(),
+                    "arrow_function" | "function_expression" | "function"
+                ) {
+                    return None;
+                }
+                let name = self
+                    .text(title)
+                    .trim_matches(|c| c == '"' || c == '\'' || c == '`')
+                    .to_string();
+                Some(Found {
+                    name,
+                    kind: SymbolKind::Function,
+                    local: None,
+                    child_prefix: None,
+                })
+            }
             (Language::Go, "function_declaration") => simple(SymbolKind::Function),
             (Language::Go, "method_declaration") => {
                 let name = self.field_text(node, "name")?.to_string();
@@ -403,6 +433,24 @@ impl<'s> Walker<'s> {
                         _ => None,
                     };
                     self.add_call(scope, node, call);
+                }
+            }
+            // Macro arguments are token trees, not expressions: recover the
+            // calls in `assert_eq!(f(x), y)` from `ident (` and `a.ident (`.
+            (Language::Rust, "token_tree") => {
+                let mut c = node.walk();
+                let kids: Vec<Node> = node.children(&mut c).collect();
+                for (i, k) in kids.iter().enumerate() {
+                    let next_is_args = kids.get(i + 1).is_some_and(|n| {
+                        n.kind() == "token_tree" && n.child(0).is_some_and(|p| p.kind() == "(")
+                    });
+                    if k.kind() != "identifier" || !next_is_args {
+                        continue;
+                    }
+                    let qualifier = (i >= 2 && matches!(kids[i - 1].kind(), "." | "::"))
+                        .then(|| self.text(kids[i - 2]))
+                        .filter(|q| !q.is_empty());
+                    self.add_call(scope, *k, Some((self.text(*k), qualifier)));
                 }
             }
             (Language::JavaScript | Language::TypeScript, "call_expression") => {

@@ -28,6 +28,7 @@
 //! was understood plus [`model::Diagnostic`]s. Errors are [`Error`], one
 //! [`ErrorKind`] each.
 
+pub mod agent;
 pub mod bm25;
 pub mod cache;
 pub mod callgraph;
@@ -41,6 +42,7 @@ pub mod lang;
 pub mod locate;
 pub mod model;
 pub mod qualify;
+pub mod sbfl;
 pub mod score;
 pub mod snapshot;
 pub mod tokenize;

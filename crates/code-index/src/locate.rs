@@ -36,6 +36,9 @@ const BLAMED_FRAMES: usize = 5;
 /// Blame of the j-th frame's line weighs 0.5^j: the newest change to the
 /// crash line is the classic culprit; outer frames' lines much less so.
 const BLAME_DECAY: f64 = 0.5;
+/// Blame of a line in a test file: the commit that wrote the test is rarely
+/// the culprit.
+const TEST_BLAME: f64 = 0.3;
 /// A commit touching a suspect symbol (but not the frame line itself).
 const TOUCHES: f64 = 0.8;
 /// How many lexical / vector hits become candidates.
@@ -151,6 +154,8 @@ pub struct Locator {
     commits: Vec<CommitChanges>,
     commit_bm25: Bm25Index,
     by_qname: HashMap<String, SymbolId>,
+    /// Callables by name (4+ characters), for names the evidence mentions.
+    by_name: HashMap<String, Vec<SymbolId>>,
     symbol_changed: HashMap<String, i64>,
     file_changed: HashMap<String, i64>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -158,8 +163,8 @@ pub struct Locator {
     commit_vectors: Option<ExactCosineIndex>,
     opts: LocateOptions,
     /// The git directory, reopened per query for blame (a `Repository` is
-    /// not `Sync`).
-    git_dir: PathBuf,
+    /// not `Sync`); `None` without history.
+    git_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Locator {
@@ -207,21 +212,13 @@ impl Locator {
         snapshot: Snapshot,
         opts: &LocateOptions,
     ) -> Result<Self> {
-        let mut symbol_bm25 = Bm25Index::new();
-        let mut texts: Vec<String> = Vec::new();
-        let want_vectors = opts.embedder.is_some();
+        let mut texts: Vec<String> = Vec::with_capacity(snapshot.symbols.len());
         for f in &snapshot.files {
             let blob = repo.find_blob(git2::Oid::from_str(&f.blob)?)?;
             let content = String::from_utf8_lossy(blob.content());
             let lines: Vec<&str> = content.lines().collect();
             for s in &snapshot.symbols[f.symbols.start as usize..f.symbols.end as usize] {
-                let text = symbol_text(s, &lines);
-                let mut toks = Vec::new();
-                for_each_token(&text, |t| toks.push(t.to_string()));
-                symbol_bm25.add(toks.iter().map(String::as_str));
-                if want_vectors {
-                    texts.push(text);
-                }
+                texts.push(symbol_text(s, &lines));
             }
         }
         let head = resolve_commit(repo, opts.rev.as_deref())?;
@@ -234,6 +231,47 @@ impl Locator {
         let mut commits = Vec::new();
         for oid in walk.take(opts.max_commits) {
             commits.push(commit_changes(repo, indexer, &oid?.to_string(), None)?);
+        }
+        Self::assemble(
+            snapshot,
+            texts,
+            commits,
+            Some(repo.path().to_path_buf()),
+            opts,
+        )
+    }
+
+    /// A locator without git: no history window, no blame. `texts[i]` is
+    /// what symbol `i` is found by (name, signature, doc, body). For
+    /// synthetic benchmarks and callers that hold code outside git.
+    pub fn without_history(
+        snapshot: Snapshot,
+        texts: Vec<String>,
+        opts: &LocateOptions,
+    ) -> Result<Self> {
+        Self::assemble(snapshot, texts, Vec::new(), None, opts)
+    }
+
+    fn assemble(
+        snapshot: Snapshot,
+        texts: Vec<String>,
+        commits: Vec<CommitChanges>,
+        git_dir: Option<PathBuf>,
+        opts: &LocateOptions,
+    ) -> Result<Self> {
+        if texts.len() != snapshot.symbols.len() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} texts for {} symbols",
+                texts.len(),
+                snapshot.symbols.len()
+            )));
+        }
+        let mut symbol_bm25 = Bm25Index::new();
+        let mut toks: Vec<String> = Vec::new();
+        for text in &texts {
+            toks.clear();
+            for_each_token(text, |t| toks.push(t.to_string()));
+            symbol_bm25.add(toks.iter().map(String::as_str));
         }
         let mut commit_bm25 = Bm25Index::new();
         let mut symbol_changed = HashMap::new();
@@ -260,9 +298,7 @@ impl Locator {
             for p in paths {
                 file_changed.entry(p).or_insert(c.commit.time);
             }
-            if want_vectors {
-                commit_texts.push(text);
-            }
+            commit_texts.push(text);
         }
         let (symbol_vectors, commit_vectors) = match &opts.embedder {
             Some(e) => {
@@ -311,6 +347,14 @@ impl Locator {
             .iter()
             .map(|s| (s.qualified_name.clone(), s.id))
             .collect();
+        let mut by_name: HashMap<String, Vec<SymbolId>> = HashMap::new();
+        for s in snapshot
+            .symbols
+            .iter()
+            .filter(|s| s.kind.is_callable() && s.name.len() >= 4)
+        {
+            by_name.entry(s.name.clone()).or_default().push(s.id);
+        }
         Ok(Self {
             snapshot,
             matcher,
@@ -318,13 +362,14 @@ impl Locator {
             commits,
             commit_bm25,
             by_qname,
+            by_name,
             symbol_changed,
             file_changed,
             embedder: opts.embedder.clone(),
             symbol_vectors,
             commit_vectors,
             opts: opts.clone(),
-            git_dir: repo.path().to_path_buf(),
+            git_dir,
         })
     }
 
@@ -364,6 +409,11 @@ impl Locator {
             });
         }
         out
+    }
+
+    /// Whether a suspect at `path` passes the hard filters.
+    pub fn passes(&self, path: &str, language: Language) -> bool {
+        self.passes_filters(path, language)
     }
 
     fn passes_filters(&self, path: &str, language: Language) -> bool {
@@ -418,13 +468,17 @@ impl Locator {
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))
             .filter(|w| w.len() >= 4)
             .collect();
-        for s in &snap.symbols {
-            if s.kind.is_callable() && mentioned.contains(s.name.as_str()) {
-                put(
-                    s.id,
-                    MENTIONED,
-                    format!("`{}` is named in the evidence", s.name),
-                );
+        for word in mentioned {
+            for &id in self.by_name.get(word).into_iter().flatten() {
+                put(id, MENTIONED, format!("`{word}` is named in the evidence"));
+                // What a named function calls ran too: a weak seed.
+                for &(n, line) in snap.callees(id) {
+                    put(
+                        n,
+                        MENTIONED * CALLEE,
+                        format!("called by `{word}` (named in the evidence), line {line}"),
+                    );
+                }
             }
         }
         out
@@ -655,12 +709,17 @@ impl Locator {
         };
         // The commit that last changed a frame's line is the strongest link.
         let mut blamed: HashMap<String, (f64, String)> = HashMap::new();
-        if !self.commits.is_empty() {
-            let repo = Repository::open(&self.git_dir)?;
+        if let (false, Some(git_dir)) = (self.commits.is_empty(), &self.git_dir) {
+            let repo = Repository::open(git_dir)?;
             for f in frames.iter().take(BLAMED_FRAMES) {
                 let Some(line) = f.line else { continue };
                 for b in blame_lines(&repo, Some(&self.snapshot.commit), &f.path, &[line])? {
-                    let v = BLAME_DECAY.powi(f.index as i32);
+                    let test = if is_test_path(&f.path) {
+                        TEST_BLAME
+                    } else {
+                        1.0
+                    };
+                    let v = test * BLAME_DECAY.powi(f.index as i32);
                     let e = blamed.entry(b.commit).or_insert((0.0, String::new()));
                     if v > e.0 {
                         *e = (

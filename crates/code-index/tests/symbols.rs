@@ -468,3 +468,50 @@ fn innermost_symbol_at_a_line() {
     );
     assert!(snap.innermost_at("src/shop/cart.py", 2).is_none());
 }
+
+#[test]
+fn rust_calls_inside_macros_are_edges() {
+    let snap = index(&[
+        (
+            "src/lib.rs",
+            "pub fn mean(v: &[u64]) -> u64 {\n    v[0]\n}\n",
+        ),
+        (
+            "tests/usage.rs",
+            "use meter::mean;\n\n#[test]\nfn mean_of_one() {\n    assert_eq!(mean(&[3]), 3);\n    println!(\"{}\", w.len());\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        has_edge(
+            &snap,
+            "rs:crate::tests::usage::mean_of_one",
+            "rs:crate::mean"
+        ),
+        Some(Resolution::Name)
+    );
+}
+
+#[test]
+fn javascript_test_callbacks_are_functions() {
+    let snap = index(&[
+        (
+            "src/money.js",
+            "export function sum(xs) {\n  return 0;\n}\n",
+        ),
+        (
+            "test/money.test.js",
+            "import { sum } from '../src/money.js';\n\ndescribe('money', () => {\n  it('sums', () => {\n    expect(sum([1])).toBe(1);\n  });\n});\n",
+        ),
+    ]);
+    check(
+        &snap,
+        &[
+            ("js:test/money.test#money", SymbolKind::Function, 3, 7),
+            ("js:test/money.test#money.sums", SymbolKind::Function, 4, 6),
+        ],
+    );
+    assert_eq!(
+        has_edge(&snap, "js:test/money.test#money.sums", "js:src/money#sum"),
+        Some(Resolution::Import)
+    );
+}
