@@ -286,7 +286,7 @@ impl Inner {
         &self,
         argv: &[String],
         env: Vec<String>,
-        uid: u32,
+        (uid, gid): (u32, u32),
     ) -> Result<(String, StartExecResults)> {
         let options = CreateExecOptions {
             attach_stdout: Some(true),
@@ -295,7 +295,7 @@ impl Inner {
             tty: Some(false),
             cmd: Some(argv.to_vec()),
             env: Some(env),
-            user: Some(format!("{uid}:{uid}")),
+            user: Some(format!("{uid}:{gid}")),
             working_dir: Some(WORKDIR.to_string()),
             ..Default::default()
         };
@@ -345,13 +345,13 @@ impl Inner {
         &self,
         argv: &[String],
         env: Vec<String>,
-        uid: u32,
+        user: (u32, u32),
         limit: Duration,
         output_limit: usize,
         kill_on_timeout: bool,
     ) -> Result<Finished> {
         let started_at = Instant::now();
-        let (exec_id, started) = self.start_exec(argv, env, uid).await?;
+        let (exec_id, started) = self.start_exec(argv, env, user).await?;
         if kill_on_timeout {
             *self.current_exec.lock().expect("current exec lock") = Some(exec_id.clone());
         }
@@ -459,13 +459,13 @@ impl Inner {
     }
 
     /// A short housekeeping command as `uid`; returns its exit code and output.
-    async fn housekeeping(&self, argv: &[&str], uid: u32) -> Result<(Option<i64>, String)> {
+    async fn housekeeping(&self, argv: &[&str], user: (u32, u32)) -> Result<(Option<i64>, String)> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         let finished = self
             .run(
                 &argv,
                 environment(&[]),
-                uid,
+                user,
                 HOUSEKEEPING_TIMEOUT,
                 4096,
                 false,
@@ -490,9 +490,9 @@ impl Inner {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
-        let uid = self.config.user.0;
+        let user = self.config.user;
         for attempt in 0..5 {
-            let outcome = Box::pin(self.housekeeping(&["kill", "-KILL", "-1"], uid)).await;
+            let outcome = Box::pin(self.housekeeping(&["kill", "-KILL", "-1"], user)).await;
             let ran = match &outcome {
                 Ok((Some(code), output)) => start_failure(*code, output, "kill").is_none(),
                 Ok((None, _)) => false,
@@ -596,7 +596,7 @@ impl Inner {
             "/sys/fs/cgroup/memory.events",
             "/sys/fs/cgroup/memory/memory.oom_control",
         ];
-        match Box::pin(self.housekeeping(&argv, self.config.keeper_user.0)).await {
+        match Box::pin(self.housekeeping(&argv, self.config.keeper_user)).await {
             Ok((_, text)) => parse_oom_kills(&text),
             Err(error) => {
                 tracing::debug!(container = %self.container_id, %error, "cannot read the oom_kill counter");
@@ -622,7 +622,7 @@ impl Inner {
             .run(
                 &spec.argv,
                 environment(&spec.env),
-                self.config.user.0,
+                self.config.user,
                 spec.timeout,
                 spec.output_limit,
                 true,
