@@ -45,8 +45,8 @@ pub use config::{BASE_IMAGE, DockerConfig, Ownership, WORKDIR};
 pub use parallel::{run_parallel, run_parallel_until};
 pub use patch_check::check_patch_paths;
 pub use provider::{
-    DockerSandboxProvider, LABEL_IMAGE, LABEL_LABEL, LABEL_MANAGED, LABEL_OWNER_PID,
-    ManagedContainer, Reap,
+    DockerSandboxProvider, LABEL_IMAGE, LABEL_LABEL, LABEL_MANAGED, LABEL_OWNER_NS,
+    LABEL_OWNER_PID, ManagedContainer, Reap,
 };
 pub use recipe::RECIPE_REPOSITORY;
 pub use sandbox::{BASE_ENV, DockerSandbox, environment};

@@ -24,14 +24,20 @@ pub const LABEL_MANAGED: &str = "tracelab.managed";
 pub const LABEL_LABEL: &str = "tracelab.label";
 /// Pid of the process that created the container, for [`Reap::Orphans`].
 pub const LABEL_OWNER_PID: &str = "tracelab.owner_pid";
+/// `<boot id>/<pid namespace>` of the creating process: whose pids
+/// [`LABEL_OWNER_PID`] can be checked against (see [`Reap::Orphans`]).
+pub const LABEL_OWNER_NS: &str = "tracelab.owner_ns";
 /// Image id the container was created from.
 pub const LABEL_IMAGE: &str = "tracelab.image";
 
 /// Which leftover containers [`DockerSandboxProvider::reap`] removes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reap {
-    /// Managed containers whose owner process is no longer alive on this host
-    /// (what a crashed verifier leaves). Run it at start-up.
+    /// Managed containers whose owner process is gone (what a crashed
+    /// verifier leaves): same boot and pid namespace as this process and the
+    /// owner pid no longer exists, or created before the last boot.
+    /// Containers of verifiers in other pid namespaces (other pods sharing
+    /// the daemon) are left alone. Run it at start-up.
     Orphans,
     /// Managed containers whose label starts with the prefix, whoever owns them.
     LabelPrefix(String),
@@ -45,6 +51,8 @@ pub struct ManagedContainer {
     pub id: String,
     pub label: String,
     pub owner_pid: Option<u32>,
+    /// [`LABEL_OWNER_NS`], when set.
+    pub owner_ns: Option<String>,
     /// Docker's state: `running`, `exited`, `created`...
     pub state: String,
 }
@@ -272,6 +280,7 @@ impl DockerSandboxProvider {
             (LABEL_MANAGED.to_string(), "true".to_string()),
             (LABEL_LABEL.to_string(), label.to_string()),
             (LABEL_OWNER_PID.to_string(), std::process::id().to_string()),
+            (LABEL_OWNER_NS.to_string(), owner_ns()),
             (LABEL_IMAGE.to_string(), self.image_id.clone()),
         ]);
         let tmpfs = HashMap::from([(
@@ -337,6 +346,7 @@ impl DockerSandboxProvider {
                 Some(ManagedContainer {
                     id: c.id?,
                     owner_pid: labels.get(LABEL_OWNER_PID).and_then(|p| p.parse().ok()),
+                    owner_ns: labels.get(LABEL_OWNER_NS).cloned(),
                     label,
                     state: c.state.map(|s| s.to_string()).unwrap_or_default(),
                 })
@@ -352,7 +362,7 @@ impl DockerSandboxProvider {
         };
         let mut removed = 0;
         for container in self.managed_containers(prefix).await? {
-            if scope == Reap::Orphans && container.owner_pid.is_some_and(process_alive) {
+            if scope == Reap::Orphans && !is_orphan(&container, &owner_ns()) {
                 continue;
             }
             let options = RemoveContainerOptions {
@@ -375,9 +385,41 @@ impl DockerSandboxProvider {
     }
 }
 
-/// Whether a process with that pid exists on this host (`/proc`).
+/// Whether a process with that pid exists in this pid namespace (`/proc`).
 fn process_alive(pid: u32) -> bool {
     pid == std::process::id() || PathBuf::from(format!("/proc/{pid}")).exists()
+}
+
+/// `<boot id>/<pid namespace inode>` of this process (`?` parts when unknown).
+fn owner_ns() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let pidns = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let pidns = pidns.trim_start_matches("pid:[").trim_end_matches(']');
+    let part = |s: &str| {
+        if s.is_empty() {
+            "?".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    format!("{}/{}", part(boot.trim()), part(pidns))
+}
+
+/// See [`Reap::Orphans`]. `ours` is [`owner_ns`] of this process.
+fn is_orphan(container: &ManagedContainer, ours: &str) -> bool {
+    let alive = || container.owner_pid.is_some_and(process_alive);
+    let Some(theirs) = container.owner_ns.as_deref() else {
+        return !alive();
+    };
+    if theirs == ours {
+        return !alive();
+    }
+    let boot = |ns: &str| ns.split('/').next().unwrap_or_default().to_string();
+    // Another boot: its owner cannot be running. Same boot, another pid
+    // namespace: not ours to judge.
+    boot(theirs) != boot(ours) && boot(theirs) != "?"
 }
 
 async fn image_id(docker: &Docker, image: &str) -> Result<String> {
@@ -429,6 +471,31 @@ impl SandboxProvider for DockerSandboxProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orphans_are_judged_only_in_our_own_namespace() {
+        let ours = "boot-a/4026531836";
+        let container = |pid: u32, ns: Option<&str>| ManagedContainer {
+            id: "c".into(),
+            label: "l".into(),
+            owner_pid: Some(pid),
+            owner_ns: ns.map(String::from),
+            state: "running".into(),
+        };
+        let me = std::process::id();
+        // Same namespace: alive owner keeps it, a dead one (pid beyond pid_max) does not.
+        assert!(!is_orphan(&container(me, Some(ours)), ours));
+        assert!(is_orphan(&container(u32::MAX, Some(ours)), ours));
+        // Another pod on the same boot: never ours to reap.
+        assert!(!is_orphan(
+            &container(u32::MAX, Some("boot-a/4026532000")),
+            ours
+        ));
+        // Created before a reboot: its owner is gone.
+        assert!(is_orphan(&container(me, Some("boot-b/4026531836")), ours));
+        // Unlabelled (older) containers: judged by pid.
+        assert!(is_orphan(&container(u32::MAX, None), ours));
+    }
 
     #[test]
     fn container_names_are_valid() {
