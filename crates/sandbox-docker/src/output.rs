@@ -29,7 +29,10 @@ impl Capture {
 
     pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         self.total += bytes.len();
-        let head_room = (self.limit + SLACK).saturating_sub(self.head.len());
+        let head_room = self
+            .limit
+            .saturating_add(SLACK)
+            .saturating_sub(self.head.len());
         let take = head_room.min(bytes.len());
         self.head.extend_from_slice(&bytes[..take]);
         bytes = &bytes[take..];
@@ -127,6 +130,11 @@ mod tests {
         assert!(text.starts_with("line 0\n"));
         assert!(text.ends_with("line 9999\n"));
         assert!(text.contains("bytes trimmed"));
+    }
+
+    #[test]
+    fn an_unbounded_limit_keeps_everything() {
+        assert_eq!(captured(&[b"a", b"b"], usize::MAX), "ab");
     }
 
     #[test]

@@ -360,7 +360,11 @@ impl Inner {
         };
         drop(input);
         let mut capture = Capture::new(output_limit);
-        let deadline = tokio::time::Instant::from_std(started_at + limit);
+        // A limit too large to represent means "no limit" in practice: a year.
+        let deadline = started_at
+            .checked_add(limit)
+            .unwrap_or_else(|| started_at + Duration::from_secs(365 * 24 * 3600));
+        let deadline = tokio::time::Instant::from_std(deadline);
         let mut timed_out = false;
         let mut stream_error = None;
         loop {
