@@ -379,15 +379,11 @@ pub struct Finding {
 /// sorted by position. Existing pseudonyms are never matched.
 fn find_spans(text: &str, disabled: &[SecretKind]) -> Vec<Finding> {
     let compiled = &*COMPILED;
-    let mut spans: Vec<Finding> = PLACEHOLDER
+    // Accepted spans by start; disjoint, so an overlap check is one lookup.
+    let mut taken: std::collections::BTreeMap<usize, (usize, Option<SecretKind>)> = PLACEHOLDER
         .find_iter(text)
-        .map(|m| Finding {
-            kind: SecretKind::Secret,
-            start: m.start(),
-            end: m.end(),
-        })
+        .map(|m| (m.start(), (m.end(), None)))
         .collect();
-    let protected = spans.len();
     let hits = compiled.set.matches(text);
     for idx in hits.iter() {
         let det = &DETECTORS[idx];
@@ -406,20 +402,26 @@ fn find_spans(text: &str, disabled: &[SecretKind]) -> Vec<Finding> {
             {
                 continue;
             }
-            if spans.iter().any(|s| s.start < m.end() && m.start() < s.end) {
-                continue;
+            let overlaps = taken
+                .range(..m.end())
+                .next_back()
+                .is_some_and(|(_, (end, _))| *end > m.start());
+            if !overlaps {
+                taken.insert(m.start(), (m.end(), Some(det.kind)));
             }
-            spans.push(Finding {
-                kind: det.kind,
-                start: m.start(),
-                end: m.end(),
-            });
         }
     }
     // Pseudonyms are kept as they are, not reported.
-    spans.drain(..protected);
-    spans.sort_by_key(|s| s.start);
-    spans
+    taken
+        .into_iter()
+        .filter_map(|(start, (end, kind))| {
+            Some(Finding {
+                kind: kind?,
+                start,
+                end,
+            })
+        })
+        .collect()
 }
 
 /// Replaces every sensitive value with `<*>` and every pseudonym with `<*>`:

@@ -64,12 +64,14 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
     let mut case: Option<Case> = None;
     let mut sink = Sink::None;
     let mut cases = 0usize;
+    // Line numbers are counted incrementally (the reader only moves forward).
+    let mut lines = LineCounter::default();
     loop {
         let pos = reader.buffer_position() as usize;
         let ev = match reader.read_event() {
             Ok(ev) => ev,
             Err(e) => {
-                let line = line_of(text, pos);
+                let line = lines.line_at(text, pos);
                 parsed.diagnostics.push(
                     Diagnostic::error(
                         "malformed_xml",
@@ -104,7 +106,7 @@ pub(crate) fn parse(text: &str, limits: &Limits, parsed: &mut Parsed) {
                                 .unwrap_or_default(),
                             file: attr(e, b"file"),
                             suite: suites.last().cloned().unwrap_or_default(),
-                            line: line_of(text, pos),
+                            line: lines.line_at(text, pos),
                             ..Case::default()
                         };
                         if empty {
@@ -192,13 +194,26 @@ fn append(case: &mut Option<Case>, sink: Sink, s: &str) {
     }
 }
 
-fn line_of(text: &str, pos: usize) -> usize {
-    let pos = pos.min(text.len());
-    text.as_bytes()[..pos]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+#[derive(Default)]
+struct LineCounter {
+    pos: usize,
+    line: usize,
+}
+
+impl LineCounter {
+    /// 1-based line of byte `pos`; the reader only moves forward, so counting
+    /// from the previous position keeps this linear overall.
+    fn line_at(&mut self, text: &str, pos: usize) -> usize {
+        let pos = pos.min(text.len());
+        if pos >= self.pos {
+            self.line += text.as_bytes()[self.pos..pos]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            self.pos = pos;
+        }
+        self.line + 1
+    }
 }
 
 /// Test types that say nothing about the error.
