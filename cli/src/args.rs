@@ -4,7 +4,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "tracelab", version, about = "Turn a failing test into a verified diagnosis.")]
+#[command(
+    name = "tracelab",
+    version,
+    about = "Turn a failing test into a verified diagnosis."
+)]
 pub struct Cli {
     /// The embedded store (SQLite). Default: $XDG_DATA_HOME/tracelab/tracelab.db or ~/.local/share/tracelab/tracelab.db.
     #[arg(long, global = true, env = "TRACELAB_DB")]
@@ -35,8 +39,10 @@ pub enum Format {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SandboxKind {
-    /// Worktree + process group on this machine.
+    /// Worktree + process group on this machine (no network or resource isolation).
     Local,
+    /// A locked-down Docker container per worktree (network none, read-only root, limits).
+    Docker,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +58,12 @@ pub struct RunOptions {
     pub max_runs: u32,
     #[arg(long, value_enum, default_value_t = SandboxKind::Local)]
     pub sandbox: SandboxKind,
+    /// Image for `--sandbox docker` (default tracelab-sandbox-base:bookworm, see deploy/sandbox/).
+    #[arg(long, value_name = "REF")]
+    pub image: Option<String>,
+    /// A Dockerfile in the repository to build the sandbox image from (its FROM must be the base image).
+    #[arg(long, value_name = "PATH")]
+    pub recipe: Option<String>,
     /// Extra programs the test command may use (the default allowlist covers common runners).
     #[arg(long = "allow", value_name = "PROGRAM")]
     pub allow: Vec<String>,

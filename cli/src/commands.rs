@@ -1,7 +1,9 @@
 //! The commands. Each builds what it needs (store, sandboxes, engine) from
 //! flags and the environment — the only place that reads either.
 
-use crate::args::{Cli, Command, DemoArgs, Format, InvestigateArgs, InvestigationsCommand, RunOptions, SandboxKind};
+use crate::args::{
+    Cli, Command, DemoArgs, Format, InvestigateArgs, InvestigationsCommand, RunOptions, SandboxKind,
+};
 use crate::output;
 use anyhow::{Context as _, bail};
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_sandbox_docker::{DockerConfig, DockerSandboxProvider, Reap};
 use tracelab_store::SqliteStore;
 
 fn default_db() -> PathBuf {
@@ -59,20 +62,48 @@ fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
     Ok(config)
 }
 
-fn sandboxes(run: &RunOptions) -> Arc<dyn SandboxProvider> {
+async fn sandboxes(
+    run: &RunOptions,
+    repo: &std::path::Path,
+) -> anyhow::Result<Arc<dyn SandboxProvider>> {
+    if run.sandbox == SandboxKind::Local && (run.image.is_some() || run.recipe.is_some()) {
+        bail!("--image and --recipe need --sandbox docker");
+    }
     match run.sandbox {
         SandboxKind::Local => {
-            let mut local = LocalConfig { allowlist: Default::default(), ..Default::default() };
+            let mut local = LocalConfig::default();
             local.allowlist.programs.extend(run.allow.iter().cloned());
             if let Some(path) = std::env::var_os("PATH") {
                 local.path = path.to_string_lossy().into_owned();
             }
-            Arc::new(LocalSandboxProvider::new(local))
+            Ok(Arc::new(LocalSandboxProvider::new(local)))
+        }
+        SandboxKind::Docker => {
+            let mut config = DockerConfig::default();
+            config.allowlist.programs.extend(run.allow.iter().cloned());
+            if let Some(image) = &run.image {
+                config.image = image.clone();
+            }
+            let provider = DockerSandboxProvider::connect(config).await?;
+            // Containers of crashed earlier runs (owner process gone) are removed first.
+            let reaped = provider.reap(Reap::Orphans).await?;
+            if reaped > 0 {
+                tracing::info!(reaped, "removed leftover sandbox containers");
+            }
+            let provider = match &run.recipe {
+                Some(recipe) => provider.with_recipe(repo, recipe).await?,
+                None => provider,
+            };
+            Ok(Arc::new(provider))
         }
     }
 }
 
-async fn investigate(db: &Option<PathBuf>, quiet: bool, args: InvestigateArgs) -> anyhow::Result<ExitCode> {
+async fn investigate(
+    db: &Option<PathBuf>,
+    quiet: bool,
+    args: InvestigateArgs,
+) -> anyhow::Result<ExitCode> {
     let request = InvestigateRequest {
         repo: args.repo.clone(),
         test_command: args.test.clone(),
@@ -83,11 +114,26 @@ async fn investigate(db: &Option<PathBuf>, quiet: bool, args: InvestigateArgs) -
     run_investigation(db, quiet, &args.run, request).await
 }
 
-async fn run_investigation(db: &Option<PathBuf>, quiet: bool, run: &RunOptions, request: InvestigateRequest) -> anyhow::Result<ExitCode> {
+async fn run_investigation(
+    db: &Option<PathBuf>,
+    quiet: bool,
+    run: &RunOptions,
+    request: InvestigateRequest,
+) -> anyhow::Result<ExitCode> {
     let store = open_store(db).await?;
-    let progress: Arc<dyn Progress> =
-        if quiet { Arc::new(tracelab_engine::Silent) } else { Arc::new(StderrProgress { started: Instant::now() }) };
-    let engine = Engine { config: engine_config(run)?, store: store.clone(), sandboxes: sandboxes(run), progress };
+    let progress: Arc<dyn Progress> = if quiet {
+        Arc::new(tracelab_engine::Silent)
+    } else {
+        Arc::new(StderrProgress {
+            started: Instant::now(),
+        })
+    };
+    let engine = Engine {
+        config: engine_config(run)?,
+        store: store.clone(),
+        sandboxes: sandboxes(run, &request.repo).await?,
+        progress,
+    };
     let id = InvestigationId::generate();
     let outcome = tokio::select! {
         outcome = engine.investigate_as(id.clone(), request) => outcome,
@@ -104,7 +150,10 @@ async fn run_investigation(db: &Option<PathBuf>, quiet: bool, run: &RunOptions, 
             Ok(ExitCode::SUCCESS)
         }
         Err(aborted) => {
-            let id = aborted.id.map(|id| format!(" (investigation {id})")).unwrap_or_default();
+            let id = aborted
+                .id
+                .map(|id| format!(" (investigation {id})"))
+                .unwrap_or_default();
             eprintln!("error: {}{id}", aborted.error.message);
             Ok(ExitCode::from(1))
         }
@@ -115,7 +164,12 @@ async fn mark_interrupted(store: &dyn InvestigationStore, id: &InvestigationId) 
     if let Ok(Some(state)) = store.state(id).await
         && !state.is_terminal()
     {
-        let t = Transition { from: state, to: InvestigationState::Failed, at: time_now(), reason: Some("interrupted".into()) };
+        let t = Transition {
+            from: state,
+            to: InvestigationState::Failed,
+            at: time_now(),
+            reason: Some("interrupted".into()),
+        };
         let _ = store.transition(id, &t).await;
     }
 }
@@ -151,7 +205,10 @@ async fn demo(db: &Option<PathBuf>, quiet: bool, args: DemoArgs) -> anyhow::Resu
     Ok(code)
 }
 
-async fn investigations(db: &Option<PathBuf>, cmd: InvestigationsCommand) -> anyhow::Result<ExitCode> {
+async fn investigations(
+    db: &Option<PathBuf>,
+    cmd: InvestigationsCommand,
+) -> anyhow::Result<ExitCode> {
     let store = open_store(db).await?;
     match cmd {
         InvestigationsCommand::List { limit, format } => {
@@ -166,30 +223,56 @@ async fn investigations(db: &Option<PathBuf>, cmd: InvestigationsCommand) -> any
             let Some(report) = store.get(&id).await? else {
                 let state = store.state(&id).await?;
                 match state {
-                    Some(state) => bail!("investigation {id} has no report (state {state}); see its transitions"),
+                    Some(state) => bail!(
+                        "investigation {id} has no report (state {state}); see its transitions"
+                    ),
                     None => bail!("no investigation {id}"),
                 }
             };
             output::write_report(&report, format, None)?;
         }
-        InvestigationsCommand::Approve { id, reason } => decide(store.as_ref(), &id, InvestigationState::Approved, reason).await?,
-        InvestigationsCommand::Reject { id, reason } => decide(store.as_ref(), &id, InvestigationState::Rejected, reason).await?,
+        InvestigationsCommand::Approve { id, reason } => {
+            decide(store.as_ref(), &id, InvestigationState::Approved, reason).await?
+        }
+        InvestigationsCommand::Reject { id, reason } => {
+            decide(store.as_ref(), &id, InvestigationState::Rejected, reason).await?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn decide(store: &dyn InvestigationStore, id: &str, to: InvestigationState, reason: Option<String>) -> anyhow::Result<()> {
+async fn decide(
+    store: &dyn InvestigationStore,
+    id: &str,
+    to: InvestigationState,
+    reason: Option<String>,
+) -> anyhow::Result<()> {
     let id = InvestigationId(id.to_string());
-    let state = store.state(&id).await?.with_context(|| format!("no investigation {id}"))?;
+    let state = store
+        .state(&id)
+        .await?
+        .with_context(|| format!("no investigation {id}"))?;
     if state != InvestigationState::WaitingForReview {
         bail!("investigation {id} is {state}; only WAITING_FOR_REVIEW can be approved or rejected");
     }
-    store.transition(&id, &Transition { from: state, to, at: time_now(), reason }).await?;
+    store
+        .transition(
+            &id,
+            &Transition {
+                from: state,
+                to,
+                at: time_now(),
+                reason,
+            },
+        )
+        .await?;
     let report = store.get(&id).await?;
     let branch = report.and_then(|r| r.winner).and_then(|w| w.branch);
     match (to, branch) {
         (InvestigationState::Approved, Some(branch)) => {
-            println!("approved {id}; the fix is on branch {branch} (no pull request is opened in the embedded mode)")
+            println!(
+                "approved {id}; the fix is on branch {branch} (no pull request is opened in the embedded mode)"
+            )
         }
         _ => println!("{} {id}", to.as_str().to_lowercase()),
     }

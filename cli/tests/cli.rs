@@ -20,13 +20,33 @@ fn investigate_prints_the_json_contract_and_the_store_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let repo = s.repo.path().to_str().unwrap();
-    let out = tracelab(&db, &["investigate", "--repo", repo, "--test", &s.test_command, "--format", "json", "--parallel", "2"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tracelab(
+        &db,
+        &[
+            "investigate",
+            "--repo",
+            repo,
+            "--test",
+            &s.test_command,
+            "--format",
+            "json",
+            "--parallel",
+            "2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is pure JSON");
     assert_eq!(report["verdict"], "regression");
     assert_eq!(report["state"], "WAITING_FOR_REVIEW");
     assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
-    assert_eq!(report["culprit"]["summary"], "Speed up add for small numbers");
+    assert_eq!(
+        report["culprit"]["summary"],
+        "Speed up add for small numbers"
+    );
     assert!(report["flaky"].is_null());
     let h = &report["hypotheses"][0];
     for key in ["id", "agent", "kind", "status", "patch", "experiments"] {
@@ -34,14 +54,38 @@ fn investigate_prints_the_json_contract_and_the_store_keeps_it() {
     }
     assert_eq!(h["status"], "VERIFIED");
     assert_eq!(report["winner"]["id"], h["id"]);
-    let steps: Vec<&str> = h["experiments"].as_array().unwrap().iter().map(|e| e["step"].as_str().unwrap()).collect();
-    assert_eq!(steps, ["reproduction", "regression_before", "regression_after", "existing_tests"]);
+    let steps: Vec<&str> = h["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "reproduction",
+            "regression_before",
+            "regression_after",
+            "existing_tests"
+        ]
+    );
     for e in h["experiments"].as_array().unwrap() {
-        for key in ["command", "revision", "exit_code", "duration_ms", "output", "outcome", "sandbox"] {
+        for key in [
+            "command",
+            "revision",
+            "exit_code",
+            "duration_ms",
+            "output",
+            "outcome",
+            "sandbox",
+        ] {
             assert!(e.get(key).is_some(), "experiment lacks {key}");
         }
     }
-    assert!(!String::from_utf8_lossy(&out.stderr).is_empty(), "progress goes to stderr");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).is_empty(),
+        "progress goes to stderr"
+    );
 
     let id = report["id"].as_str().unwrap();
     let list = tracelab(&db, &["investigations", "list", "--format", "json"]);
@@ -57,7 +101,10 @@ fn investigate_prints_the_json_contract_and_the_store_keeps_it() {
     assert!(approve.status.success());
     assert!(String::from_utf8_lossy(&approve.stdout).contains("ai-debug/"));
     let again = tracelab(&db, &["investigations", "approve", id]);
-    assert!(!again.status.success(), "only WAITING_FOR_REVIEW can be approved");
+    assert!(
+        !again.status.success(),
+        "only WAITING_FOR_REVIEW can be approved"
+    );
     let again_err = String::from_utf8_lossy(&again.stderr);
     assert!(again_err.contains("is APPROVED"), "{again_err}");
 }
@@ -67,7 +114,10 @@ fn errors_are_one_line_and_exit_non_zero() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let not_repo = dir.path().to_str().unwrap();
-    let out = tracelab(&db, &["investigate", "--repo", not_repo, "--test", "python3 t.py"]);
+    let out = tracelab(
+        &db,
+        &["investigate", "--repo", not_repo, "--test", "python3 t.py"],
+    );
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -87,7 +137,15 @@ fn ctrl_c_cleans_up_worktrees_and_marks_the_investigation_failed() {
     let child = Command::new(env!("CARGO_BIN_EXE_tracelab"))
         .arg("--db")
         .arg(&db)
-        .args(["investigate", "--repo", s.repo.path().to_str().unwrap(), "--test", &s.test_command, "--parallel", "2"])
+        .args([
+            "investigate",
+            "--repo",
+            s.repo.path().to_str().unwrap(),
+            "--test",
+            &s.test_command,
+            "--parallel",
+            "2",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -98,11 +156,24 @@ fn ctrl_c_cleans_up_worktrees_and_marks_the_investigation_failed() {
         assert!(std::time::Instant::now() < deadline, "no worktree appeared");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(s.repo.worktrees().len(), 1, "worktrees left: {:?}", s.repo.worktrees());
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        s.repo.worktrees().len(),
+        1,
+        "worktrees left: {:?}",
+        s.repo.worktrees()
+    );
     assert!(s.repo.git(&["branch", "--list", "ai-debug/*"]).is_empty());
     let list = tracelab(&db, &["investigations", "list", "--format", "json"]);
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
@@ -116,5 +187,60 @@ fn ctrl_c_cleans_up_worktrees_and_marks_the_investigation_failed() {
         .map(|cwd| cwd.display().to_string())
         .filter(|cwd| cwd.contains(&workspace_prefix))
         .collect();
-    assert!(leftovers.is_empty(), "processes left in the workspace: {leftovers:?}");
+    assert!(
+        leftovers.is_empty(),
+        "processes left in the workspace: {leftovers:?}"
+    );
+}
+
+/// Docker tests need a daemon and the base image (`deploy/sandbox/build-base-image.sh`).
+/// Without `TRACELAB_TEST_DOCKER` they skip, saying why; with
+/// `TRACELAB_REQUIRE_BACKENDS=1` (CI) a skip is a failure.
+fn docker_available() -> bool {
+    if std::env::var_os("TRACELAB_TEST_DOCKER").is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TRACELAB_REQUIRE_BACKENDS").is_none(),
+        "TRACELAB_REQUIRE_BACKENDS is set but TRACELAB_TEST_DOCKER is not"
+    );
+    eprintln!("skipped: set TRACELAB_TEST_DOCKER=1 to run against the Docker engine");
+    false
+}
+
+#[test]
+fn the_demo_verifies_in_docker_with_the_same_verdict_as_locally() {
+    if !docker_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let local = tracelab(&db, &["demo", "--format", "json", "--quiet"]);
+    assert!(
+        local.status.success(),
+        "{}",
+        String::from_utf8_lossy(&local.stderr)
+    );
+    let docker = tracelab(
+        &db,
+        &["demo", "--format", "json", "--quiet", "--sandbox", "docker"],
+    );
+    assert!(
+        docker.status.success(),
+        "{}",
+        String::from_utf8_lossy(&docker.stderr)
+    );
+    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
+    let docker: Value = serde_json::from_slice(&docker.stdout).unwrap();
+    assert_eq!(local["verdict"], "regression");
+    assert_eq!(docker["verdict"], local["verdict"]);
+    assert_eq!(docker["culprit"]["summary"], local["culprit"]["summary"]);
+    assert_eq!(docker["winner"]["status"], "VERIFIED");
+    let sandbox = docker["winner"]["experiments"][1]["sandbox"]
+        .as_str()
+        .unwrap();
+    assert!(
+        sandbox.starts_with("docker@sha256:"),
+        "experiments record the image digest: {sandbox}"
+    );
 }

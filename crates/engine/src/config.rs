@@ -44,7 +44,10 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            parallelism: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2),
+            parallelism: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .max(2),
             command_timeout: Duration::from_secs(120),
             output_limit: 256 * 1024,
             stored_output_limit: 8 * 1024,

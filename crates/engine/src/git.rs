@@ -21,10 +21,16 @@ pub struct GraphCommit {
 }
 
 pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
+    // Worktrees may be owned by the sandbox user, and code under test may
+    // have written hooks: never run repository hooks as the engine's user.
     let out = Command::new("git")
-        .arg("-c")
-        .arg("safe.directory=*")
-        .arg("-C")
+        .args([
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-C",
+        ])
         .arg(dir)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -35,8 +41,15 @@ pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
         .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let line = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("unknown error").trim();
-        return Err(Error::invalid(format!("git {}: {line}", args.first().copied().unwrap_or(""))));
+        let line = stderr
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("unknown error")
+            .trim();
+        return Err(Error::invalid(format!(
+            "git {}: {line}",
+            args.first().copied().unwrap_or("")
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -45,12 +58,17 @@ impl Git {
     /// Opens a repository, with a clear error when `path` is not one.
     pub async fn open(path: &Path) -> Result<Self> {
         if !path.is_dir() {
-            return Err(Error::not_found(format!("{} is not a directory", path.display())));
+            return Err(Error::not_found(format!(
+                "{} is not a directory",
+                path.display()
+            )));
         }
         let top = run_git(path, &["rev-parse", "--show-toplevel"])
             .await
             .map_err(|_| Error::invalid(format!("{} is not a git repository", path.display())))?;
-        Ok(Self { repo: PathBuf::from(top.trim()) })
+        Ok(Self {
+            repo: PathBuf::from(top.trim()),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -70,7 +88,12 @@ impl Git {
         self.run(&["rev-parse", "--verify", "--quiet", &spec])
             .await
             .map(|s| s.trim().to_string())
-            .map_err(|_| Error::invalid(format!("unknown revision {rev:?} in {}", self.repo.display())))
+            .map_err(|_| {
+                Error::invalid(format!(
+                    "unknown revision {rev:?} in {}",
+                    self.repo.display()
+                ))
+            })
     }
 
     pub async fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
@@ -85,7 +108,12 @@ impl Git {
     }
 
     /// Commits reachable from `bad` and not from `good`, parents before children.
-    pub async fn range(&self, bad: &str, good: &str, first_parent: bool) -> Result<Vec<GraphCommit>> {
+    pub async fn range(
+        &self,
+        bad: &str,
+        good: &str,
+        first_parent: bool,
+    ) -> Result<Vec<GraphCommit>> {
         let exclude = format!("^{good}");
         let mut args = vec!["rev-list", "--topo-order", "--reverse", "--parents"];
         if first_parent {
@@ -98,7 +126,10 @@ impl Git {
             .filter_map(|line| {
                 let mut parts = line.split_whitespace().map(str::to_string);
                 let sha = parts.next()?;
-                Some(GraphCommit { sha, parents: parts.collect() })
+                Some(GraphCommit {
+                    sha,
+                    parents: parts.collect(),
+                })
             })
             .collect())
     }
@@ -111,10 +142,17 @@ impl Git {
     }
 
     pub async fn commit_info(&self, sha: &str) -> Result<CommitInfo> {
-        let out = self.run(&["show", "-s", "--format=%H%x00%s%x00%an <%ae>%x00%aI", sha]).await?;
+        let out = self
+            .run(&["show", "-s", "--format=%H%x00%s%x00%an <%ae>%x00%aI", sha])
+            .await?;
         let mut parts = out.trim_end().splitn(4, '\0');
         let mut next = || parts.next().unwrap_or_default().to_string();
-        Ok(CommitInfo { commit: next(), summary: next(), author: next(), date: next() })
+        Ok(CommitInfo {
+            commit: next(),
+            summary: next(),
+            author: next(),
+            date: next(),
+        })
     }
 
     pub async fn parents(&self, sha: &str) -> Result<Vec<String>> {
@@ -126,24 +164,42 @@ impl Git {
     pub async fn reverse_diff(&self, commit: &str) -> Result<String> {
         let parents = self.parents(commit).await?;
         let Some(parent) = parents.first() else {
-            return Err(Error::invalid(format!("{commit} is a root commit and cannot be reverted")));
+            return Err(Error::invalid(format!(
+                "{commit} is a root commit and cannot be reverted"
+            )));
         };
-        self.run(&["diff", "--binary", "--no-color", "--no-ext-diff", commit, parent]).await
+        self.run(&[
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            commit,
+            parent,
+        ])
+        .await
     }
 
     /// Adds a worktree at `path` on `rev`, detached or on a new `branch`.
     pub async fn add_worktree(&self, path: &Path, rev: &str, branch: Option<&str>) -> Result<()> {
         let path_str = path.to_string_lossy();
         match branch {
-            Some(b) => self.run(&["worktree", "add", "-q", "-B", b, &path_str, rev]).await?,
-            None => self.run(&["worktree", "add", "-q", "--detach", &path_str, rev]).await?,
+            Some(b) => {
+                self.run(&["worktree", "add", "-q", "-B", b, &path_str, rev])
+                    .await?
+            }
+            None => {
+                self.run(&["worktree", "add", "-q", "--detach", &path_str, rev])
+                    .await?
+            }
         };
         Ok(())
     }
 
     pub async fn remove_worktree(&self, path: &Path) -> Result<()> {
         let path_str = path.to_string_lossy();
-        let removed = self.run(&["worktree", "remove", "--force", "--force", &path_str]).await;
+        let removed = self
+            .run(&["worktree", "remove", "--force", "--force", &path_str])
+            .await;
         if removed.is_err() {
             let _ = tokio::fs::remove_dir_all(path).await;
         }
@@ -169,15 +225,18 @@ impl Worktree {
 
     /// Checks out `rev` (detached) and removes everything untracked, ignored files included.
     pub async fn checkout(&self, rev: &str) -> Result<()> {
-        self.git(&["checkout", "-q", "--force", "--detach", rev]).await?;
+        self.git(&["checkout", "-q", "--force", "--detach", rev])
+            .await?;
         self.git(&["clean", "-q", "-ffdx"]).await?;
         Ok(())
     }
 
     /// Applies a unified diff; fails without changing anything when it does not apply.
     pub async fn apply(&self, patch: &str) -> Result<()> {
-        let file = tempfile::NamedTempFile::new().map_err(|e| Error::internal(format!("temp file: {e}")))?;
-        std::fs::write(file.path(), patch).map_err(|e| Error::internal(format!("temp file: {e}")))?;
+        let file = tempfile::NamedTempFile::new()
+            .map_err(|e| Error::internal(format!("temp file: {e}")))?;
+        std::fs::write(file.path(), patch)
+            .map_err(|e| Error::internal(format!("temp file: {e}")))?;
         let p = file.path().to_string_lossy().to_string();
         self.git(&["apply", "--check", &p]).await?;
         self.git(&["apply", "--index", &p]).await?;
@@ -216,12 +275,24 @@ impl Worktree {
             Err(e) => {
                 let _ = self.git(&["revert", "--abort"]).await;
                 let _ = self.git(&["reset", "-q", "--hard"]).await;
-                Err(Error::conflict(format!("reverting {} does not apply cleanly: {}", &commit[..commit.len().min(12)], e.message)))
+                Err(Error::conflict(format!(
+                    "reverting {} does not apply cleanly: {}",
+                    &commit[..commit.len().min(12)],
+                    e.message
+                )))
             }
         }
     }
 
     pub async fn diff_from(&self, base: &str) -> Result<String> {
-        self.git(&["diff", "--binary", "--no-color", "--no-ext-diff", base, "HEAD"]).await
+        self.git(&[
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            base,
+            "HEAD",
+        ])
+        .await
     }
 }

@@ -50,7 +50,12 @@ struct Tracker<'a> {
 impl Tracker<'_> {
     async fn move_to(&mut self, next: InvestigationState, reason: Option<String>) -> Result<()> {
         self.state.transition(next)?;
-        let t = Transition { from: self.state, to: next, at: time::OffsetDateTime::now_utc(), reason };
+        let t = Transition {
+            from: self.state,
+            to: next,
+            at: time::OffsetDateTime::now_utc(),
+            reason,
+        };
         self.store.transition(&self.id, &t).await?;
         self.transitions.push(t);
         self.state = next;
@@ -60,12 +65,17 @@ impl Tracker<'_> {
 
 impl Engine {
     /// Validates the request before anything is stored or created.
-    async fn prepare(&self, request: &InvestigateRequest) -> Result<(Git, TestCommand, String, Option<String>)> {
+    async fn prepare(
+        &self,
+        request: &InvestigateRequest,
+    ) -> Result<(Git, TestCommand, String, Option<String>)> {
         self.config.validate()?;
         let git = Git::open(&request.repo).await?;
         let argv = self.config.allowlist.parse(&request.test_command)?;
         let runner = runner::detect(&argv);
-        let bad = git.resolve(request.bad.as_deref().unwrap_or("HEAD")).await?;
+        let bad = git
+            .resolve(request.bad.as_deref().unwrap_or("HEAD"))
+            .await?;
         let good = match &request.good {
             Some(g) => {
                 let good = git.resolve(g).await?;
@@ -73,7 +83,9 @@ impl Engine {
                     return Err(Error::invalid("--good and --bad name the same commit"));
                 }
                 if !git.is_ancestor(&good, &bad).await? {
-                    return Err(Error::invalid(format!("--good {g} is not an ancestor of the bad revision")));
+                    return Err(Error::invalid(format!(
+                        "--good {g} is not an ancestor of the bad revision"
+                    )));
                 }
                 Some(good)
             }
@@ -84,14 +96,25 @@ impl Engine {
 
     /// Runs one investigation to WAITING_FOR_REVIEW (a diagnosis, whatever the
     /// verdict), or returns why it could not.
-    pub async fn investigate(&self, request: InvestigateRequest) -> std::result::Result<Report, Aborted> {
-        self.investigate_as(InvestigationId::generate(), request).await
+    pub async fn investigate(
+        &self,
+        request: InvestigateRequest,
+    ) -> std::result::Result<Report, Aborted> {
+        self.investigate_as(InvestigationId::generate(), request)
+            .await
     }
 
     /// [`Engine::investigate`] with a caller-chosen id, so the caller can
     /// still name the investigation if it cancels the future.
-    pub async fn investigate_as(&self, id: InvestigationId, request: InvestigateRequest) -> std::result::Result<Report, Aborted> {
-        let (git, test, bad, good) = self.prepare(&request).await.map_err(|error| Aborted { id: None, error })?;
+    pub async fn investigate_as(
+        &self,
+        id: InvestigationId,
+        request: InvestigateRequest,
+    ) -> std::result::Result<Report, Aborted> {
+        let (git, test, bad, good) = self
+            .prepare(&request)
+            .await
+            .map_err(|error| Aborted { id: None, error })?;
         let started = Instant::now();
         let created_at = time::OffsetDateTime::now_utc();
         let repository = git.path().display().to_string();
@@ -99,27 +122,51 @@ impl Engine {
             .create(&id, &repository, &test.display())
             .await
             .map_err(|error| Aborted { id: None, error })?;
-        let mut tracker = Tracker { store: self.store.as_ref(), id: id.clone(), state: InvestigationState::Created, transitions: Vec::new() };
-        let outcome = self.run(&mut tracker, &request, git, test.clone(), bad.clone(), good.clone()).await;
+        let mut tracker = Tracker {
+            store: self.store.as_ref(),
+            id: id.clone(),
+            state: InvestigationState::Created,
+            transitions: Vec::new(),
+        };
+        let outcome = self
+            .run(
+                &mut tracker,
+                &request,
+                git,
+                test.clone(),
+                bad.clone(),
+                good.clone(),
+            )
+            .await;
         match outcome {
             Ok(mut report) => {
                 report.created_at = created_at;
                 report.duration_ms = started.elapsed().as_millis() as u64;
                 report.transitions = tracker.transitions.clone();
                 report.repository = repository;
-                self.store.save_report(&report).await.map_err(|error| Aborted { id: Some(id.clone()), error })?;
+                self.store
+                    .save_report(&report)
+                    .await
+                    .map_err(|error| Aborted {
+                        id: Some(id.clone()),
+                        error,
+                    })?;
                 Ok(report)
             }
             Err(error) => {
-                let end = if error.kind == ErrorKind::Unavailable || error.kind == ErrorKind::Timeout {
-                    InvestigationState::Blocked
-                } else {
-                    InvestigationState::Failed
-                };
+                let end =
+                    if error.kind == ErrorKind::Unavailable || error.kind == ErrorKind::Timeout {
+                        InvestigationState::Blocked
+                    } else {
+                        InvestigationState::Failed
+                    };
                 if !tracker.state.is_terminal() {
                     let _ = tracker.move_to(end, Some(error.message.clone())).await;
                 }
-                Err(Aborted { id: Some(id), error })
+                Err(Aborted {
+                    id: Some(id),
+                    error,
+                })
             }
         }
     }
@@ -135,10 +182,18 @@ impl Engine {
     ) -> Result<Report> {
         let id = tracker.id.clone();
         let workspace = Arc::new(Workspace::create(git, id.short())?);
-        let pool = Arc::new(Pool::new(workspace.clone(), self.sandboxes.clone(), &id.0, self.config.parallelism));
+        let pool = Arc::new(Pool::new(
+            workspace.clone(),
+            self.sandboxes.clone(),
+            &id.0,
+            self.config.parallelism,
+        ));
         let ctx = Context {
             id: id.clone(),
-            issue_id: request.issue_id.clone().unwrap_or_else(|| id.short().to_string()),
+            issue_id: request
+                .issue_id
+                .clone()
+                .unwrap_or_else(|| id.short().to_string()),
             config: self.config.clone(),
             pool: pool.clone(),
             test,
@@ -158,17 +213,30 @@ impl Engine {
         result
     }
 
-    async fn pipeline(&self, tracker: &mut Tracker<'_>, ctx: &Context, good: Option<String>) -> Result<Report> {
+    async fn pipeline(
+        &self,
+        tracker: &mut Tracker<'_>,
+        ctx: &Context,
+        good: Option<String>,
+    ) -> Result<Report> {
         use InvestigationState::*;
         tracker.move_to(ContextLoading, None).await?;
-        ctx.progress.report(&format!("reproducing `{}` at {}", ctx.test.display(), &ctx.bad[..12]));
+        ctx.progress.report(&format!(
+            "reproducing `{}` at {}",
+            ctx.test.display(),
+            &ctx.bad[..12]
+        ));
         let classification = test_behaviour::classify(ctx).await?;
         if let Some(reason) = &classification.blocked {
-            return Err(Error::unavailable(format!("the test could not run at the bad revision: {reason}")));
+            return Err(Error::unavailable(format!(
+                "the test could not run at the bad revision: {reason}"
+            )));
         }
         ctx.progress.report(&format!(
             "the failure is {:?} ({} of {} runs failed)",
-            classification.decision.behaviour, classification.counts.failures, classification.counts.runs
+            classification.decision.behaviour,
+            classification.counts.failures,
+            classification.counts.runs
         ));
 
         tracker.move_to(Investigating, None).await?;
@@ -179,12 +247,21 @@ impl Engine {
         let mut culprit = None;
 
         let history = async {
-            let Some(baseline) = classification.baseline.clone() else { return Ok(None) };
-            let model = FlakeModel::new(classification.failure_rate(), ctx.config.good_miss_probability, MAX_RUNS_CAP, baseline);
+            let Some(baseline) = classification.baseline.clone() else {
+                return Ok(None);
+            };
+            let model = FlakeModel::new(
+                classification.failure_rate(),
+                ctx.config.good_miss_probability,
+                MAX_RUNS_CAP,
+                baseline,
+            );
             if let Some(g) = &good {
                 git_history::check_good(ctx, g, &model).await?;
             }
-            git_history::find_culprit(ctx, good.clone(), &model).await.map(|f| Some((f, model)))
+            git_history::find_culprit(ctx, good.clone(), &model)
+                .await
+                .map(|f| Some((f, model)))
         };
         let behaviour_agent = async {
             let order = test_behaviour::order_dependence(ctx, 0, &classification).await?;
@@ -214,23 +291,36 @@ impl Engine {
         if let (Some(sha), Some(model)) = (&culprit, &model)
             && hypotheses.len() < ctx.config.max_hypotheses
         {
-            ctx.progress.report(&format!("verifying the revert of {}", &sha[..12]));
-            let plan = RevertPlan { number: hypotheses.len() as u32 + 1, culprit: sha, classification: &classification, passes_needed: model.passes_needed };
+            ctx.progress
+                .report(&format!("verifying the revert of {}", &sha[..12]));
+            let plan = RevertPlan {
+                number: hypotheses.len() as u32 + 1,
+                culprit: sha,
+                classification: &classification,
+                passes_needed: model.passes_needed,
+            };
             hypotheses.push(verify_revert(ctx, plan).await?);
         }
 
         tracker.move_to(Arbitrating, None).await?;
         let winner = select_winner(&hypotheses).cloned();
         let verdict = decide(winner.as_ref(), &hypotheses, behaviour);
-        let culprit_info = winner.as_ref().filter(|w| w.kind == HypothesisKind::Revert).and_then(|w| w.culprit.clone());
+        let culprit_info = winner
+            .as_ref()
+            .filter(|w| w.kind == HypothesisKind::Revert)
+            .and_then(|w| w.culprit.clone());
         if culprit_info.is_none()
             && let Some(h) = hypotheses.iter().find(|h| h.kind == HypothesisKind::Revert)
         {
-            notes.push(format!("the culprit candidate was not verified: {}", h.status_reason));
+            notes.push(format!(
+                "the culprit candidate was not verified: {}",
+                h.status_reason
+            ));
         }
         let flaky = matches!(behaviour, Behaviour::Flaky).then(|| classification.flaky_stats());
         tracker.move_to(WaitingForReview, None).await?;
-        ctx.progress.report(&format!("verdict: {}", verdict.as_str()));
+        ctx.progress
+            .report(&format!("verdict: {}", verdict.as_str()));
         Ok(Report {
             id: ctx.id.clone(),
             state: tracker.state,

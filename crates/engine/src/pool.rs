@@ -34,7 +34,12 @@ pub struct PoolRun {
 }
 
 impl Pool {
-    pub fn new(workspace: Arc<Workspace>, provider: Arc<dyn SandboxProvider>, label: &str, size: usize) -> Self {
+    pub fn new(
+        workspace: Arc<Workspace>,
+        provider: Arc<dyn SandboxProvider>,
+        label: &str,
+        size: usize,
+    ) -> Self {
         let size = size.max(1);
         Self {
             workspace,
@@ -64,14 +69,21 @@ impl Pool {
             return Ok(slot);
         }
         let n = self.created.fetch_add(1, Ordering::Relaxed);
-        let worktree = self.workspace.detached(&format!("probe-{n}"), revision).await?;
+        let worktree = self
+            .workspace
+            .detached(&format!("probe-{n}"), revision)
+            .await?;
         let sandbox = self.provider.open(&worktree.path, &self.label).await?;
         Ok(Slot { worktree, sandbox })
     }
 
     /// Runs `spec` at `revision` in a clean checkout (untracked files removed).
     pub async fn run(&self, revision: &str, spec: &CommandSpec) -> Result<PoolRun> {
-        let _permit = self.permits.acquire().await.expect("pool semaphore is never closed");
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("pool semaphore is never closed");
         let slot = self.take_slot(revision).await?;
         let outcome = match slot.worktree.checkout(revision).await {
             Ok(()) => slot.sandbox.exec(spec).await,

@@ -2,11 +2,11 @@
 //! under investigation.
 
 use crate::pool::{Pool, PoolRun};
+use tracelab_domain::Result;
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step, trim_output};
 use tracelab_domain::ports::{CommandResult, CommandSpec};
 use tracelab_domain::runner::Runner;
 use tracelab_domain::signature::FailureSignature;
-use tracelab_domain::Result;
 
 /// The test command as the engine runs it.
 #[derive(Debug, Clone)]
@@ -32,7 +32,11 @@ pub struct Judged {
 
 /// Judges a result: blocked, pass, the failure under investigation, or another failure.
 /// Without a baseline, any failure is *the* failure.
-pub fn judge(result: &CommandResult, runner: Runner, baseline: Option<&FailureSignature>) -> (Outcome, Option<FailureSignature>) {
+pub fn judge(
+    result: &CommandResult,
+    runner: Runner,
+    baseline: Option<&FailureSignature>,
+) -> (Outcome, Option<FailureSignature>) {
     if result.blocked.is_some() {
         return (Outcome::Blocked, None);
     }
@@ -57,11 +61,21 @@ pub async fn run_judged(
 ) -> Result<Judged> {
     let run = pool.run(revision, spec).await?;
     let (outcome, signature) = judge(&run.result, runner, baseline);
-    Ok(Judged { outcome, run, signature })
+    Ok(Judged {
+        outcome,
+        run,
+        signature,
+    })
 }
 
 /// Builds a stored experiment from one run.
-pub fn experiment(step: Step, command: &str, revision: &str, judged: &Judged, keep: usize) -> Experiment {
+pub fn experiment(
+    step: Step,
+    command: &str,
+    revision: &str,
+    judged: &Judged,
+    keep: usize,
+) -> Experiment {
     Experiment {
         step,
         command: command.to_string(),
@@ -78,7 +92,14 @@ pub fn experiment(step: Step, command: &str, revision: &str, judged: &Judged, ke
 
 /// Summarises a batch of runs of one command at one revision as one experiment;
 /// the representative output is the first failure's, else the last run's.
-pub fn batch_experiment(step: Step, command: &str, revision: &str, runs: &[Judged], keep: usize, note: Option<String>) -> Option<Experiment> {
+pub fn batch_experiment(
+    step: Step,
+    command: &str,
+    revision: &str,
+    runs: &[Judged],
+    keep: usize,
+    note: Option<String>,
+) -> Option<Experiment> {
     let mut counts = RunCounts::default();
     for r in runs {
         counts.record(r.outcome);
@@ -90,7 +111,11 @@ pub fn batch_experiment(step: Step, command: &str, revision: &str, runs: &[Judge
         .or(runs.last())?;
     let mut e = experiment(step, command, revision, representative, keep);
     e.counts = Some(counts);
-    e.duration_ms = runs.iter().map(|r| r.run.result.duration.as_millis() as u64).max().unwrap_or(0);
+    e.duration_ms = runs
+        .iter()
+        .map(|r| r.run.result.duration.as_millis() as u64)
+        .max()
+        .unwrap_or(0);
     if counts.failures > 0 {
         e.outcome = Outcome::Fail;
     } else if counts.passes() > 0 && counts.other == 0 {

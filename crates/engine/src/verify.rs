@@ -24,7 +24,11 @@ fn failing_files(output: &str, workspace_root: &std::path::Path) -> BTreeSet<Str
         .into_iter()
         .map(|f| match f.strip_prefix(&root) {
             // `<root>/probe-N/path` → `path`
-            Some(rest) => rest.trim_start_matches('/').split_once('/').map(|(_, p)| p.to_string()).unwrap_or_default(),
+            Some(rest) => rest
+                .trim_start_matches('/')
+                .split_once('/')
+                .map(|(_, p)| p.to_string())
+                .unwrap_or_default(),
             None => f,
         })
         .filter(|f| !f.is_empty() && !f.starts_with('/'))
@@ -35,18 +39,41 @@ fn failing_files(output: &str, workspace_root: &std::path::Path) -> BTreeSet<Str
 /// that is a proper, non-empty subset of the whole revert.
 fn failing_path_patch(reverse: &str, files: &BTreeSet<String>) -> Option<String> {
     let parsed = patch::parse(reverse).ok()?;
-    let kept: Vec<_> = parsed.iter().filter(|f| files.contains(&f.new_path) || files.contains(&f.old_path)).cloned().collect();
+    let kept: Vec<_> = parsed
+        .iter()
+        .filter(|f| files.contains(&f.new_path) || files.contains(&f.old_path))
+        .cloned()
+        .collect();
     (!kept.is_empty() && kept.len() < parsed.len()).then(|| patch::render(&kept))
 }
 
-async fn exec_judged(sandbox: &dyn Sandbox, spec: &CommandSpec, runner: runner::Runner, baseline: Option<&FailureSignature>) -> Result<Judged> {
+async fn exec_judged(
+    sandbox: &dyn Sandbox,
+    spec: &CommandSpec,
+    runner: runner::Runner,
+    baseline: Option<&FailureSignature>,
+) -> Result<Judged> {
     let result = sandbox.exec(spec).await?;
     let (outcome, signature) = judge(&result, runner, baseline);
-    Ok(Judged { outcome, run: PoolRun { result, sandbox: sandbox.describe() }, signature })
+    Ok(Judged {
+        outcome,
+        run: PoolRun {
+            result,
+            sandbox: sandbox.describe(),
+        },
+        signature,
+    })
 }
 
 /// Runs `spec` up to `max` times, stopping at the first run with outcome `stop_at`.
-async fn runs_until(sandbox: &dyn Sandbox, spec: &CommandSpec, max: u32, stop_at: Outcome, runner: runner::Runner, baseline: Option<&FailureSignature>) -> Result<Vec<Judged>> {
+async fn runs_until(
+    sandbox: &dyn Sandbox,
+    spec: &CommandSpec,
+    max: u32,
+    stop_at: Outcome,
+    runner: runner::Runner,
+    baseline: Option<&FailureSignature>,
+) -> Result<Vec<Judged>> {
     let mut runs = Vec::new();
     for _ in 0..max.max(1) {
         let judged = exec_judged(sandbox, spec, runner, baseline).await?;
@@ -81,7 +108,11 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
         number,
         AgentKind::GitHistory,
         HypothesisKind::Revert,
-        format!("commit {} \"{}\" introduced the failure; reverting it fixes it", &info.commit[..12.min(info.commit.len())], info.summary),
+        format!(
+            "commit {} \"{}\" introduced the failure; reverting it fixes it",
+            &info.commit[..12.min(info.commit.len())],
+            info.summary
+        ),
     );
     h.culprit = Some(info.clone());
     h.branch = Some(branch.clone());
@@ -99,29 +130,50 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     }
     attempts.push(None); // the whole commit, via `git revert`
 
-    let worktree = ctx.pool.workspace().on_branch(&format!("h{number}"), &ctx.bad, &branch).await?;
-    let sandbox = ctx.pool.provider().open(&worktree.path, &format!("{}-h{number}", ctx.id)).await?;
+    let worktree = ctx
+        .pool
+        .workspace()
+        .on_branch(&format!("h{number}"), &ctx.bad, &branch)
+        .await?;
+    let sandbox = ctx
+        .pool
+        .provider()
+        .open(&worktree.path, &format!("{}-h{number}", ctx.id))
+        .await?;
     let mut earlier = Vec::new();
     let result = async {
         for (attempt, partial) in attempts.iter().enumerate() {
             if attempt > 0 {
                 worktree_reset(&worktree, &ctx.bad).await?;
             }
-            let (experiments, patch_text) = run_contract(ctx, &plan, &worktree, sandbox.as_ref(), partial.as_deref()).await?;
+            let (experiments, patch_text) =
+                run_contract(ctx, &plan, &worktree, sandbox.as_ref(), partial.as_deref()).await?;
             let judgement = judge_fix(&experiments, plan.passes_needed);
-            let scope = if partial.is_some() { "failing-path hunks" } else { "whole commit" };
+            let scope = if partial.is_some() {
+                "failing-path hunks"
+            } else {
+                "whole commit"
+            };
             h.experiments = experiments;
             h.patch = patch_text;
             h.status = judgement.status;
             h.status_reason = if earlier.is_empty() {
                 format!("{} ({scope})", judgement.reason)
             } else {
-                format!("{} ({scope}; earlier attempt: {})", judgement.reason, earlier.join("; "))
+                format!(
+                    "{} ({scope}; earlier attempt: {})",
+                    judgement.reason,
+                    earlier.join("; ")
+                )
             };
             if judgement.status == HypothesisStatus::Verified || attempt + 1 == attempts.len() {
                 break;
             }
-            earlier.push(format!("{scope} {}: {}", judgement.status.as_str(), judgement.reason));
+            earlier.push(format!(
+                "{scope} {}: {}",
+                judgement.status.as_str(),
+                judgement.reason
+            ));
         }
         Ok::<(), Error>(())
     }
@@ -151,14 +203,30 @@ async fn run_contract(
     let keep = ctx.config.stored_output_limit;
     let baseline = plan.classification.baseline.as_ref();
     let runner = ctx.test.runner;
-    let regression_argv = isolated_command(ctx, plan.classification).unwrap_or_else(|| ctx.test.argv.clone());
+    let regression_argv =
+        isolated_command(ctx, plan.classification).unwrap_or_else(|| ctx.test.argv.clone());
     let regression_cmd = shell_words::join(&regression_argv);
     let regression = ctx.spec(&regression_argv, &[]);
     let mut experiments = vec![plan.classification.experiment.clone()];
 
     // 2. The regression test fails before the fix.
-    let before = runs_until(sandbox, &regression, plan.passes_needed, Outcome::Fail, runner, baseline).await?;
-    experiments.extend(batch_experiment(Step::RegressionBefore, &regression_cmd, &ctx.bad, &before, keep, None));
+    let before = runs_until(
+        sandbox,
+        &regression,
+        plan.passes_needed,
+        Outcome::Fail,
+        runner,
+        baseline,
+    )
+    .await?;
+    experiments.extend(batch_experiment(
+        Step::RegressionBefore,
+        &regression_cmd,
+        &ctx.bad,
+        &before,
+        keep,
+        None,
+    ));
 
     // The fix, checked against the patch rules, committed on the hypothesis branch.
     let applied = match partial {
@@ -167,44 +235,106 @@ async fn run_contract(
             worktree.apply(p).await
         }
         None => {
-            let is_merge = ctx.pool.workspace().git().parents(plan.culprit).await?.len() > 1;
+            let is_merge = ctx
+                .pool
+                .workspace()
+                .git()
+                .parents(plan.culprit)
+                .await?
+                .len()
+                > 1;
             worktree.revert_no_commit(plan.culprit, is_merge).await
         }
     };
     if let Err(e) = applied {
-        experiments.push(blocked(Step::RegressionAfter, &regression_cmd, &ctx.bad, sandbox, &e.message));
+        experiments.push(blocked(
+            Step::RegressionAfter,
+            &regression_cmd,
+            &ctx.bad,
+            sandbox,
+            &e.message,
+        ));
         return Ok((experiments, None));
     }
-    let diff = crate::git::run_git(&worktree.path, &["diff", "--cached", "--binary", "--no-color", "HEAD"]).await?;
+    let diff = crate::git::run_git(
+        &worktree.path,
+        &["diff", "--cached", "--binary", "--no-color", "HEAD"],
+    )
+    .await?;
     if let Err(e) = patch::parse(&diff).and_then(|files| patch::validate(&files)) {
-        experiments.push(blocked(Step::RegressionAfter, &regression_cmd, &ctx.bad, sandbox, &e.message));
+        experiments.push(blocked(
+            Step::RegressionAfter,
+            &regression_cmd,
+            &ctx.bad,
+            sandbox,
+            &e.message,
+        ));
         return Ok((experiments, None));
     }
     let short = &plan.culprit[..plan.culprit.len().min(12)];
-    let fixed = worktree.commit_all(&format!("Revert {short} (TraceLab hypothesis {})\n\nProposed by TraceLab; not merged.", plan.number)).await?;
+    let fixed = worktree
+        .commit_all(&format!(
+            "Revert {short} (TraceLab hypothesis {})\n\nProposed by TraceLab; not merged.",
+            plan.number
+        ))
+        .await?;
     let patch_text = worktree.diff_from(&ctx.bad).await?;
 
     // 3. The regression test passes after the fix (enough times for a flaky failure).
-    let after = runs_until(sandbox, &regression, plan.passes_needed, Outcome::Fail, runner, baseline).await?;
-    experiments.extend(batch_experiment(Step::RegressionAfter, &regression_cmd, &fixed, &after, keep, None));
+    let after = runs_until(
+        sandbox,
+        &regression,
+        plan.passes_needed,
+        Outcome::Fail,
+        runner,
+        baseline,
+    )
+    .await?;
+    experiments.extend(batch_experiment(
+        Step::RegressionAfter,
+        &regression_cmd,
+        &fixed,
+        &after,
+        keep,
+        None,
+    ));
 
     // 4. The relevant existing tests pass after the fix: the whole test command,
     // allowing failures that already happened at the bad revision.
     let suite = exec_judged(sandbox, &ctx.test_spec(), runner, baseline).await?;
-    let mut existing = crate::probe::experiment(Step::ExistingTests, &ctx.test.display(), &fixed, &suite, keep);
+    let mut existing = crate::probe::experiment(
+        Step::ExistingTests,
+        &ctx.test.display(),
+        &fixed,
+        &suite,
+        keep,
+    );
     if suite.outcome == Outcome::FailedDifferently {
-        let before: BTreeSet<String> = baseline.map(|b| b.failing_tests.clone()).unwrap_or_default();
-        let after: BTreeSet<String> = runner::failing_tests(runner, &suite.run.result.output).into_iter().collect();
+        let before: BTreeSet<String> = baseline
+            .map(|b| b.failing_tests.clone())
+            .unwrap_or_default();
+        let after: BTreeSet<String> = runner::failing_tests(runner, &suite.run.result.output)
+            .into_iter()
+            .collect();
         if !after.is_empty() && after.is_subset(&before) {
             existing.outcome = Outcome::Pass;
-            existing.note = Some(format!("only failures that already happened before the fix remain: {}", after.into_iter().collect::<Vec<_>>().join(", ")));
+            existing.note = Some(format!(
+                "only failures that already happened before the fix remain: {}",
+                after.into_iter().collect::<Vec<_>>().join(", ")
+            ));
         }
     }
     experiments.push(existing);
     Ok((experiments, Some(patch_text)))
 }
 
-fn blocked(step: Step, command: &str, revision: &str, sandbox: &dyn Sandbox, reason: &str) -> Experiment {
+fn blocked(
+    step: Step,
+    command: &str,
+    revision: &str,
+    sandbox: &dyn Sandbox,
+    reason: &str,
+) -> Experiment {
     Experiment {
         step,
         command: command.to_string(),
@@ -228,7 +358,10 @@ mod tests {
         let root = std::path::Path::new("/tmp/tracelab-x-abc");
         let out = "  File \"/tmp/tracelab-x-abc/probe-3/app/calc.py\", line 3, in add\n  File \"test_app.py\", line 1\n";
         let files = failing_files(out, root);
-        assert_eq!(files.into_iter().collect::<Vec<_>>(), vec!["app/calc.py", "test_app.py"]);
+        assert_eq!(
+            files.into_iter().collect::<Vec<_>>(),
+            vec!["app/calc.py", "test_app.py"]
+        );
     }
 
     #[test]

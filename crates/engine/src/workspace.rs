@@ -25,7 +25,13 @@ impl Workspace {
             .tempdir()
             .map_err(|e| Error::internal(format!("cannot create a workspace directory: {e}")))?
             .keep();
-        Ok(Self { git, root, worktrees: Mutex::new(Vec::new()), branches: Mutex::new(Vec::new()), kept_branches: Mutex::new(Vec::new()) })
+        Ok(Self {
+            git,
+            root,
+            worktrees: Mutex::new(Vec::new()),
+            branches: Mutex::new(Vec::new()),
+            kept_branches: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn git(&self) -> &Git {
@@ -55,12 +61,21 @@ impl Workspace {
 
     /// Keeps `branch` when the workspace is cleaned (the winner's, for review).
     pub fn keep_branch(&self, branch: &str) {
-        self.kept_branches.lock().expect("lock").push(branch.to_string());
+        self.kept_branches
+            .lock()
+            .expect("lock")
+            .push(branch.to_string());
     }
 
     fn git_sync(&self, args: &[&str]) {
         let _ = std::process::Command::new("git")
-            .args(["-c", "safe.directory=*", "-C"])
+            .args([
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-C",
+            ])
             .arg(self.git.path())
             .args(args)
             .stdout(std::process::Stdio::null())
@@ -73,12 +88,24 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         let worktrees = std::mem::take(&mut *self.worktrees.lock().expect("lock"));
         for path in worktrees {
-            self.git_sync(&["worktree", "remove", "--force", "--force", &path.to_string_lossy()]);
+            self.git_sync(&[
+                "worktree",
+                "remove",
+                "--force",
+                "--force",
+                &path.to_string_lossy(),
+            ]);
         }
         let _ = std::fs::remove_dir_all(&self.root);
         self.git_sync(&["worktree", "prune"]);
         let kept = self.kept_branches.lock().expect("lock").clone();
-        for branch in self.branches.lock().expect("lock").iter().filter(|b| !kept.contains(b)) {
+        for branch in self
+            .branches
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|b| !kept.contains(b))
+        {
             self.git_sync(&["branch", "-D", "-q", branch]);
         }
     }

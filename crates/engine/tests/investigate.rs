@@ -14,22 +14,50 @@ use tracelab_testkit::scenarios::{self, Scenario};
 
 async fn engine(tweak: impl FnOnce(&mut EngineConfig)) -> (Engine, Arc<SqliteStore>) {
     let store = Arc::new(SqliteStore::in_memory().await.unwrap());
-    let mut config = EngineConfig { parallelism: 2, command_timeout: Duration::from_secs(30), ..Default::default() };
+    let mut config = EngineConfig {
+        parallelism: 2,
+        command_timeout: Duration::from_secs(30),
+        ..Default::default()
+    };
     tweak(&mut config);
     // The sandbox checks the same allowlist again (defence in depth).
-    let local = LocalConfig { path: std::env::var("PATH").unwrap(), allowlist: config.allowlist.clone() };
-    let engine = Engine { config, store: store.clone(), sandboxes: Arc::new(LocalSandboxProvider::new(local)), progress: Arc::new(Silent) };
+    let local = LocalConfig {
+        path: std::env::var("PATH").unwrap(),
+        allowlist: config.allowlist.clone(),
+    };
+    let engine = Engine {
+        config,
+        store: store.clone(),
+        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
+        progress: Arc::new(Silent),
+    };
     (engine, store)
 }
 
 fn request(s: &Scenario) -> InvestigateRequest {
-    InvestigateRequest { repo: s.repo.path().to_path_buf(), test_command: s.test_command.clone(), good: None, bad: None, issue_id: Some("T-1".into()) }
+    InvestigateRequest {
+        repo: s.repo.path().to_path_buf(),
+        test_command: s.test_command.clone(),
+        good: None,
+        bad: None,
+        issue_id: Some("T-1".into()),
+    }
 }
 
 /// No worktree, and no branch but the ones listed, are left in the repository.
 fn assert_clean(s: &Scenario, kept_branches: &[&str]) {
-    assert_eq!(s.repo.worktrees().len(), 1, "leftover worktrees: {:?}", s.repo.worktrees());
-    let branches = s.repo.git(&["branch", "--list", "ai-debug/*", "--format=%(refname:short)"]);
+    assert_eq!(
+        s.repo.worktrees().len(),
+        1,
+        "leftover worktrees: {:?}",
+        s.repo.worktrees()
+    );
+    let branches = s.repo.git(&[
+        "branch",
+        "--list",
+        "ai-debug/*",
+        "--format=%(refname:short)",
+    ]);
     let branches: Vec<&str> = branches.lines().collect();
     assert_eq!(branches, kept_branches, "ai-debug branches");
 }
@@ -40,15 +68,27 @@ async fn finds_the_culprit_behind_a_range_that_fails_differently_where_git_bisec
     let (engine, store) = engine(|_| {}).await;
     let report = engine.investigate(request(&s)).await.unwrap();
     assert_eq!(report.verdict, Verdict::Regression);
-    assert_eq!(report.culprit.as_ref().unwrap().commit, *s.culprit.as_ref().unwrap());
+    assert_eq!(
+        report.culprit.as_ref().unwrap().commit,
+        *s.culprit.as_ref().unwrap()
+    );
     assert_eq!(report.state, InvestigationState::WaitingForReview);
     let winner = report.winner.as_ref().unwrap();
     assert_eq!(winner.kind, HypothesisKind::Revert);
     assert_eq!(winner.status, HypothesisStatus::Verified);
     assert_eq!(winner.branch.as_deref(), Some("ai-debug/T-1-h1"));
-    assert!(winner.patch.as_deref().unwrap().contains("-    if a < 10 and b < 10:"));
+    assert!(
+        winner
+            .patch
+            .as_deref()
+            .unwrap()
+            .contains("-    if a < 10 and b < 10:")
+    );
     let bisect = report.bisect.as_ref().unwrap();
-    assert!(bisect.untestable.iter().all(|c| s.broken.contains(c)), "only broken commits are untestable");
+    assert!(
+        bisect.untestable.iter().all(|c| s.broken.contains(c)),
+        "only broken commits are untestable"
+    );
     // The stored report and every transition are there.
     let stored = store.get(&report.id).await.unwrap().unwrap();
     assert_eq!(stored.verdict, Verdict::Regression);
@@ -66,8 +106,14 @@ async fn finds_the_culprit_behind_a_range_that_fails_differently_where_git_bisec
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let blamed = text.lines().find_map(|l| l.strip_suffix(" is the first bad commit")).expect("bisect names a commit");
-    assert_eq!(blamed, s.broken[0], "git bisect run blames the import break");
+    let blamed = text
+        .lines()
+        .find_map(|l| l.strip_suffix(" is the first bad commit"))
+        .expect("bisect names a commit");
+    assert_eq!(
+        blamed, s.broken[0],
+        "git bisect run blames the import break"
+    );
     assert_ne!(blamed, s.culprit.as_deref().unwrap());
 }
 
@@ -90,8 +136,16 @@ async fn a_flaky_test_is_classified_with_its_rate_and_blames_no_commit() {
     assert_eq!(report.verdict, Verdict::Flaky);
     assert!(report.culprit.is_none());
     let flaky = report.flaky.unwrap();
-    assert!((0.08..=0.6).contains(&flaky.failure_rate), "rate {}", flaky.failure_rate);
-    assert!(flaky.interval.0 <= 0.3 && 0.3 <= flaky.interval.1 + 0.1, "interval {:?}", flaky.interval);
+    assert!(
+        (0.08..=0.6).contains(&flaky.failure_rate),
+        "rate {}",
+        flaky.failure_rate
+    );
+    assert!(
+        flaky.interval.0 <= 0.3 && 0.3 <= flaky.interval.1 + 0.1,
+        "interval {:?}",
+        flaky.interval
+    );
     assert!(flaky.runs <= 50);
     let winner = report.winner.unwrap();
     assert_eq!(winner.kind, HypothesisKind::Flaky);
@@ -105,8 +159,17 @@ async fn a_good_revision_that_fails_is_a_clear_error() {
     let mut req = request(&s);
     req.good = Some(s.culprit.clone().unwrap());
     let Aborted { id, error } = engine.investigate(req).await.unwrap_err();
-    assert!(error.message.contains("also fails with the failure under investigation"), "{}", error.message);
-    assert_eq!(store.state(&id.unwrap()).await.unwrap(), Some(InvestigationState::Failed));
+    assert!(
+        error
+            .message
+            .contains("also fails with the failure under investigation"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        store.state(&id.unwrap()).await.unwrap(),
+        Some(InvestigationState::Failed)
+    );
     assert_clean(&s, &[]);
 }
 
@@ -134,10 +197,19 @@ async fn an_order_dependent_test_is_recognised() {
     let s = scenarios::order_dependent();
     let (engine, _) = engine(|_| {}).await;
     let report = engine.investigate(request(&s)).await.unwrap();
-    assert_eq!(report.verdict, Verdict::OrderDependent, "{}", report.to_markdown());
+    assert_eq!(
+        report.verdict,
+        Verdict::OrderDependent,
+        "{}",
+        report.to_markdown()
+    );
     let winner = report.winner.unwrap();
     assert_eq!(winner.kind, HypothesisKind::OrderDependent);
-    assert!(winner.summary.contains("test_shop.ShopTest.test_b_default_price"));
+    assert!(
+        winner
+            .summary
+            .contains("test_shop.ShopTest.test_b_default_price")
+    );
 }
 
 #[tokio::test]
@@ -145,7 +217,12 @@ async fn a_timezone_dependent_test_is_recognised() {
     let s = scenarios::timezone_dependent(3);
     let (engine, _) = engine(|c| c.sequential.max_runs = 10).await;
     let report = engine.investigate(request(&s)).await.unwrap();
-    assert_eq!(report.verdict, Verdict::EnvironmentDependent, "{}", report.to_markdown());
+    assert_eq!(
+        report.verdict,
+        Verdict::EnvironmentDependent,
+        "{}",
+        report.to_markdown()
+    );
     assert!(report.winner.unwrap().summary.contains("TZ="));
 }
 
@@ -153,24 +230,54 @@ async fn a_timezone_dependent_test_is_recognised() {
 async fn bad_input_gives_one_line_errors() {
     let (engine, _) = engine(|_| {}).await;
     let not_repo = tempfile_dir();
-    let req = InvestigateRequest { repo: not_repo.clone(), test_command: "python3 t.py".into(), good: None, bad: None, issue_id: None };
+    let req = InvestigateRequest {
+        repo: not_repo.clone(),
+        test_command: "python3 t.py".into(),
+        good: None,
+        bad: None,
+        issue_id: None,
+    };
     let err = engine.investigate(req).await.unwrap_err().error;
-    assert!(err.message.contains("is not a git repository"), "{}", err.message);
+    assert!(
+        err.message.contains("is not a git repository"),
+        "{}",
+        err.message
+    );
 
     let s = scenarios::passing(2);
     let mut req = request(&s);
     req.bad = Some("no-such-branch".into());
     let err = engine.investigate(req).await.unwrap_err().error;
     assert_eq!(err.message.lines().count(), 1);
-    assert!(err.message.contains("unknown revision \"no-such-branch\""), "{}", err.message);
+    assert!(
+        err.message.contains("unknown revision \"no-such-branch\""),
+        "{}",
+        err.message
+    );
 
     let mut req = request(&s);
     req.good = Some("--output=/tmp/x".into());
-    assert!(engine.investigate(req).await.unwrap_err().error.message.contains("unknown revision"));
+    assert!(
+        engine
+            .investigate(req)
+            .await
+            .unwrap_err()
+            .error
+            .message
+            .contains("unknown revision")
+    );
 
     let mut req = request(&s);
     req.test_command = "bash -c 'exit 1'".into();
-    assert!(engine.investigate(req).await.unwrap_err().error.message.contains("not allowlisted"));
+    assert!(
+        engine
+            .investigate(req)
+            .await
+            .unwrap_err()
+            .error
+            .message
+            .contains("not allowlisted")
+    );
     std::fs::remove_dir_all(not_repo).unwrap();
 }
 
@@ -187,22 +294,39 @@ async fn a_missing_test_program_blocks_the_investigation() {
     let mut req = request(&s);
     req.test_command = "no-such-runner --all".into();
     let Aborted { id, error } = engine.investigate(req).await.unwrap_err();
-    assert!(error.message.contains("program not found: no-such-runner"), "{}", error.message);
-    assert_eq!(store.state(&id.unwrap()).await.unwrap(), Some(InvestigationState::Blocked));
+    assert!(
+        error.message.contains("program not found: no-such-runner"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        store.state(&id.unwrap()).await.unwrap(),
+        Some(InvestigationState::Blocked)
+    );
     assert_clean(&s, &[]);
 }
 
 #[tokio::test]
 async fn a_hanging_test_is_killed_and_blocks_with_the_reason() {
     let mut s = scenarios::passing(2);
-    s.repo.commit("Hang", &[("test_hang.py", "import time\ntime.sleep(600)\n")]);
+    s.repo.commit(
+        "Hang",
+        &[("test_hang.py", "import time\ntime.sleep(600)\n")],
+    );
     let (engine, store) = engine(|c| c.command_timeout = Duration::from_secs(1)).await;
     let mut req = request(&s);
     req.test_command = "python3 test_hang.py".into();
     let started = std::time::Instant::now();
     let Aborted { id, error } = engine.investigate(req).await.unwrap_err();
-    assert!(error.message.contains("timed out after 1 s"), "{}", error.message);
+    assert!(
+        error.message.contains("timed out after 1 s"),
+        "{}",
+        error.message
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
-    assert_eq!(store.state(&id.unwrap()).await.unwrap(), Some(InvestigationState::Blocked));
+    assert_eq!(
+        store.state(&id.unwrap()).await.unwrap(),
+        Some(InvestigationState::Blocked)
+    );
     assert_clean(&s, &[]);
 }

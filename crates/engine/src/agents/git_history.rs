@@ -25,7 +25,11 @@ pub struct FlakeModel {
 
 impl FlakeModel {
     pub fn new(failure_rate: f64, miss: f64, cap: u32, baseline: FailureSignature) -> Self {
-        Self { failure_rate, passes_needed: passes_to_trust(failure_rate, miss, cap), baseline }
+        Self {
+            failure_rate,
+            passes_needed: passes_to_trust(failure_rate, miss, cap),
+            baseline,
+        }
     }
 }
 
@@ -50,22 +54,50 @@ async fn probe(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<Prob
     let mut runs = 0;
     let mut passes = 0;
     while passes < model.passes_needed {
-        let judged = run_judged(&ctx.pool, revision, &spec, ctx.test.runner, Some(&model.baseline)).await?;
+        let judged = run_judged(
+            &ctx.pool,
+            revision,
+            &spec,
+            ctx.test.runner,
+            Some(&model.baseline),
+        )
+        .await?;
         runs += 1;
         match judged.outcome {
-            Outcome::Fail => return Ok(ProbeReport { result: ProbeResult::Bad, runs, passes }),
+            Outcome::Fail => {
+                return Ok(ProbeReport {
+                    result: ProbeResult::Bad,
+                    runs,
+                    passes,
+                });
+            }
             Outcome::FailedDifferently | Outcome::Blocked => {
-                return Ok(ProbeReport { result: ProbeResult::Untestable, runs, passes });
+                return Ok(ProbeReport {
+                    result: ProbeResult::Untestable,
+                    runs,
+                    passes,
+                });
             }
             Outcome::Pass => passes += 1,
         }
     }
-    Ok(ProbeReport { result: ProbeResult::Good, runs, passes })
+    Ok(ProbeReport {
+        result: ProbeResult::Good,
+        runs,
+        passes,
+    })
 }
 
 /// Probes several revisions at once (each takes pool slots as they free up).
-async fn probe_all(ctx: &Context, revisions: &[String], model: &FlakeModel) -> Result<Vec<ProbeReport>> {
-    join_all(revisions.iter().map(|r| probe(ctx, r, model))).await.into_iter().collect()
+async fn probe_all(
+    ctx: &Context,
+    revisions: &[String],
+    model: &FlakeModel,
+) -> Result<Vec<ProbeReport>> {
+    join_all(revisions.iter().map(|r| probe(ctx, r, model)))
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// The probability that every "good" judgement was right.
@@ -73,7 +105,10 @@ fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 
     if model.failure_rate >= 1.0 {
         return 1.0;
     }
-    passes.into_iter().map(|p| 1.0 - (1.0 - model.failure_rate).powi(p as i32)).product()
+    passes
+        .into_iter()
+        .map(|p| 1.0 - (1.0 - model.failure_rate).powi(p as i32))
+        .product()
 }
 
 /// Checks that a given good revision really is good.
@@ -98,14 +133,29 @@ fn short(sha: &str) -> &str {
 
 /// Walks back along the first-parent chain with doubling steps (1, 2, 4, …),
 /// k probes at a time, until a revision passes.
-async fn find_good(ctx: &Context, model: &FlakeModel, known: &mut HashMap<String, ProbeReport>, rounds: &mut u32) -> Result<std::result::Result<String, String>> {
-    let chain = ctx.pool.workspace().git().first_parent_chain(&ctx.bad, ctx.config.lookback_limit + 1).await?;
-    let mut offsets: Vec<usize> = std::iter::successors(Some(1usize), |o| o.checked_mul(2)).take_while(|o| *o < chain.len()).collect();
+async fn find_good(
+    ctx: &Context,
+    model: &FlakeModel,
+    known: &mut HashMap<String, ProbeReport>,
+    rounds: &mut u32,
+) -> Result<std::result::Result<String, String>> {
+    let chain = ctx
+        .pool
+        .workspace()
+        .git()
+        .first_parent_chain(&ctx.bad, ctx.config.lookback_limit + 1)
+        .await?;
+    let mut offsets: Vec<usize> = std::iter::successors(Some(1usize), |o| o.checked_mul(2))
+        .take_while(|o| *o < chain.len())
+        .collect();
     if chain.len() > 1 && offsets.last() != Some(&(chain.len() - 1)) {
         offsets.push(chain.len() - 1);
     }
     if offsets.is_empty() {
-        return Ok(Err(format!("the bad revision {} has no ancestors to compare with", short(&ctx.bad))));
+        return Ok(Err(format!(
+            "the bad revision {} has no ancestors to compare with",
+            short(&ctx.bad)
+        )));
     }
     for batch in offsets.chunks(ctx.pool.size()) {
         *rounds += 1;
@@ -120,25 +170,45 @@ async fn find_good(ctx: &Context, model: &FlakeModel, known: &mut HashMap<String
         for (rev, report) in revisions.iter().zip(&reports) {
             known.insert(rev.clone(), *report);
         }
-        if let Some((rev, _)) = revisions.iter().zip(&reports).find(|(_, r)| r.result == ProbeResult::Good) {
+        if let Some((rev, _)) = revisions
+            .iter()
+            .zip(&reports)
+            .find(|(_, r)| r.result == ProbeResult::Good)
+        {
             return Ok(Ok(rev.clone()));
         }
     }
     let oldest = chain.last().expect("non-empty chain");
-    let reached = if chain.len() > ctx.config.lookback_limit { "the oldest revision within the look-back limit" } else { "even the oldest reachable revision" };
+    let reached = if chain.len() > ctx.config.lookback_limit {
+        "the oldest revision within the look-back limit"
+    } else {
+        "even the oldest reachable revision"
+    };
     let how = match known.get(oldest).map(|r| r.result) {
         Some(ProbeResult::Untestable) => "cannot be tested (it fails differently)",
         _ => "fails with the same failure",
     };
-    Ok(Err(format!("no good revision found: {reached} ({}) {how}", short(oldest))))
+    Ok(Err(format!(
+        "no good revision found: {reached} ({}) {how}",
+        short(oldest)
+    )))
 }
 
 /// Runs the whole search. `good` is a verified good revision, or `None` to find one.
-pub async fn find_culprit(ctx: &Context, good: Option<String>, model: &FlakeModel) -> Result<HistoryFinding> {
+pub async fn find_culprit(
+    ctx: &Context,
+    good: Option<String>,
+    model: &FlakeModel,
+) -> Result<HistoryFinding> {
     let git = ctx.pool.workspace().git().clone();
     let mut known: HashMap<String, ProbeReport> = HashMap::new();
     let mut rounds = 0u32;
-    let mut summary = BisectSummary { bad: ctx.bad.clone(), parallelism: ctx.pool.size(), confidence: 1.0, ..Default::default() };
+    let mut summary = BisectSummary {
+        bad: ctx.bad.clone(),
+        parallelism: ctx.pool.size(),
+        confidence: 1.0,
+        ..Default::default()
+    };
     let good = match good {
         Some(g) => g,
         None => match find_good(ctx, model, &mut known, &mut rounds).await? {
@@ -147,7 +217,10 @@ pub async fn find_culprit(ctx: &Context, good: Option<String>, model: &FlakeMode
                 summary.rounds = rounds;
                 summary.test_runs = known.values().map(|r| r.runs).sum();
                 summary.note = Some(why);
-                return Ok(HistoryFinding { culprit: None, summary });
+                return Ok(HistoryFinding {
+                    culprit: None,
+                    summary,
+                });
             }
         },
     };
@@ -156,14 +229,29 @@ pub async fn find_culprit(ctx: &Context, good: Option<String>, model: &FlakeMode
     let mut commits = git.range(&ctx.bad, &good, false).await?;
     if commits.len() > MAX_GRAPH_CANDIDATES {
         commits = git.range(&ctx.bad, &good, true).await?;
-        summary.note = Some(format!("window larger than {MAX_GRAPH_CANDIDATES} commits: searched the first-parent chain only"));
+        summary.note = Some(format!(
+            "window larger than {MAX_GRAPH_CANDIDATES} commits: searched the first-parent chain only"
+        ));
     }
     if commits.last().map(|c| c.sha.as_str()) != Some(ctx.bad.as_str()) {
-        return Err(Error::internal("the bad revision is not the newest commit of its own range"));
+        return Err(Error::internal(
+            "the bad revision is not the newest commit of its own range",
+        ));
     }
-    let index: HashMap<&str, usize> = commits.iter().enumerate().map(|(i, c)| (c.sha.as_str(), i)).collect();
-    let parents: Vec<Vec<usize>> =
-        commits.iter().map(|c| c.parents.iter().filter_map(|p| index.get(p.as_str()).copied()).collect()).collect();
+    let index: HashMap<&str, usize> = commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.sha.as_str(), i))
+        .collect();
+    let parents: Vec<Vec<usize>> = commits
+        .iter()
+        .map(|c| {
+            c.parents
+                .iter()
+                .filter_map(|p| index.get(p.as_str()).copied())
+                .collect()
+        })
+        .collect();
     summary.candidates = commits.len();
     let mut search = CulpritSearch::new(&parents)?;
     for (rev, report) in &known {
@@ -175,7 +263,11 @@ pub async fn find_culprit(ctx: &Context, good: Option<String>, model: &FlakeMode
         }
     }
 
-    let mut good_passes: Vec<u32> = known.values().filter(|r| r.result == ProbeResult::Good).map(|r| r.passes).collect();
+    let mut good_passes: Vec<u32> = known
+        .values()
+        .filter(|r| r.result == ProbeResult::Good)
+        .map(|r| r.passes)
+        .collect();
     let outcome = loop {
         if let Some(outcome) = search.outcome() {
             break Ok(outcome);
@@ -208,22 +300,44 @@ pub async fn find_culprit(ctx: &Context, good: Option<String>, model: &FlakeMode
     };
     summary.rounds = rounds + search.rounds();
     summary.test_runs = known.values().map(|r| r.runs).sum();
-    summary.untestable =
-        commits.iter().filter(|c| known.get(&c.sha).is_some_and(|r| r.result == ProbeResult::Untestable)).map(|c| c.sha.clone()).collect();
-    summary.confidence = confidence(model, good_passes.iter().copied().chain(std::iter::once(model.passes_needed)));
+    summary.untestable = commits
+        .iter()
+        .filter(|c| {
+            known
+                .get(&c.sha)
+                .is_some_and(|r| r.result == ProbeResult::Untestable)
+        })
+        .map(|c| c.sha.clone())
+        .collect();
+    summary.confidence = confidence(
+        model,
+        good_passes
+            .iter()
+            .copied()
+            .chain(std::iter::once(model.passes_needed)),
+    );
     match outcome {
-        Ok(SearchOutcome::Culprit(i)) => Ok(HistoryFinding { culprit: Some(commits[i].sha.clone()), summary }),
+        Ok(SearchOutcome::Culprit(i)) => Ok(HistoryFinding {
+            culprit: Some(commits[i].sha.clone()),
+            summary,
+        }),
         Ok(SearchOutcome::Ambiguous(set)) => {
             summary.ambiguous = set.iter().map(|&i| commits[i].sha.clone()).collect();
             summary.note = Some(format!(
                 "the culprit is one of {} commits that untestable revisions hide from each other",
                 set.len()
             ));
-            Ok(HistoryFinding { culprit: None, summary })
+            Ok(HistoryFinding {
+                culprit: None,
+                summary,
+            })
         }
         Err(e) => {
             summary.note = Some(e.message);
-            Ok(HistoryFinding { culprit: None, summary })
+            Ok(HistoryFinding {
+                culprit: None,
+                summary,
+            })
         }
     }
 }

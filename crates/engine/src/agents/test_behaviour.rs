@@ -6,13 +6,15 @@
 use crate::context::Context;
 use crate::probe::{Judged, batch_experiment, judge, run_judged};
 use futures::future::join_all;
+use tracelab_domain::Result;
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step};
-use tracelab_domain::hypothesis::{AgentKind, FlakyStats, Hypothesis, HypothesisKind, HypothesisStatus};
+use tracelab_domain::hypothesis::{
+    AgentKind, FlakyStats, Hypothesis, HypothesisKind, HypothesisStatus,
+};
 use tracelab_domain::ids::HypothesisId;
 use tracelab_domain::runner;
 use tracelab_domain::sequential::{Behaviour, Classifier, Decision, MAX_RUNS_CAP};
 use tracelab_domain::signature::FailureSignature;
-use tracelab_domain::Result;
 
 /// What re-running at the bad revision established.
 #[derive(Debug, Clone)]
@@ -55,22 +57,47 @@ pub async fn classify(ctx: &Context) -> Result<Classification> {
     loop {
         if let Some(decision) = classifier.decision() {
             let command = ctx.test.display();
-            let experiment = batch_experiment(Step::Reproduction, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, None)
-                .expect("at least one run");
+            let experiment = batch_experiment(
+                Step::Reproduction,
+                &command,
+                &ctx.bad,
+                &runs,
+                ctx.config.stored_output_limit,
+                None,
+            )
+            .expect("at least one run");
             let mut counts = RunCounts::default();
             runs.iter().for_each(|r| counts.record(r.outcome));
-            return Ok(Classification { decision, counts, baseline, baseline_output, experiment, blocked: None });
+            return Ok(Classification {
+                decision,
+                counts,
+                baseline,
+                baseline_output,
+                experiment,
+                blocked: None,
+            });
         }
         let judged_runs = classifier.runs();
         if runs.len() as u32 >= MAX_RUNS_CAP || (judged_runs == 0 && blocked >= 2) {
             let command = ctx.test.display();
-            let experiment = batch_experiment(Step::Reproduction, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, None)
-                .expect("at least one run");
+            let experiment = batch_experiment(
+                Step::Reproduction,
+                &command,
+                &ctx.bad,
+                &runs,
+                ctx.config.stored_output_limit,
+                None,
+            )
+            .expect("at least one run");
             let mut counts = RunCounts::default();
             runs.iter().for_each(|r| counts.record(r.outcome));
-            let reason = blocked_reason.unwrap_or_else(|| "the test never gave a judgeable result".into());
+            let reason =
+                blocked_reason.unwrap_or_else(|| "the test never gave a judgeable result".into());
             return Ok(Classification {
-                decision: Decision { behaviour: Behaviour::NeverFails, confident: false },
+                decision: Decision {
+                    behaviour: Behaviour::NeverFails,
+                    confident: false,
+                },
                 counts,
                 baseline,
                 baseline_output,
@@ -78,9 +105,17 @@ pub async fn classify(ctx: &Context) -> Result<Classification> {
                 blocked: Some(reason),
             });
         }
-        let remaining = ctx.config.sequential.max_runs.saturating_sub(judged_runs).max(1) as usize;
+        let remaining = ctx
+            .config
+            .sequential
+            .max_runs
+            .saturating_sub(judged_runs)
+            .max(1) as usize;
         let batch = ctx.pool.size().min(remaining);
-        let results = join_all((0..batch).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, None))).await;
+        let results = join_all(
+            (0..batch).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, None)),
+        )
+        .await;
         for result in results {
             let mut judged = result?;
             if judged.outcome == Outcome::Fail {
@@ -115,7 +150,11 @@ pub async fn classify(ctx: &Context) -> Result<Classification> {
 }
 
 /// The flaky hypothesis, when the re-runs showed both outcomes.
-pub fn flaky_hypothesis(ctx: &Context, number: u32, classification: &Classification) -> Option<Hypothesis> {
+pub fn flaky_hypothesis(
+    ctx: &Context,
+    number: u32,
+    classification: &Classification,
+) -> Option<Hypothesis> {
     if classification.decision.behaviour != Behaviour::Flaky {
         return None;
     }
@@ -151,24 +190,49 @@ pub fn flaky_hypothesis(ctx: &Context, number: u32, classification: &Classificat
 /// and it differs from the test command.
 pub fn isolated_command(ctx: &Context, classification: &Classification) -> Option<Vec<String>> {
     let baseline = classification.baseline.as_ref()?;
-    let test_id = baseline.failing_tests.iter().find(|t| !t.starts_with("ERROR "))?;
+    let test_id = baseline
+        .failing_tests
+        .iter()
+        .find(|t| !t.starts_with("ERROR "))?;
     let argv = runner::isolate(ctx.test.runner, &ctx.test.argv, test_id)?;
     (argv != ctx.test.argv).then_some(argv)
 }
 
-async fn repeat(ctx: &Context, argv: &[String], env: &[(String, String)], times: u32, baseline: Option<&FailureSignature>) -> Result<Vec<Judged>> {
+async fn repeat(
+    ctx: &Context,
+    argv: &[String],
+    env: &[(String, String)],
+    times: u32,
+    baseline: Option<&FailureSignature>,
+) -> Result<Vec<Judged>> {
     let spec = ctx.spec(argv, env);
-    let results = join_all((0..times).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, baseline))).await;
+    let results = join_all(
+        (0..times).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, baseline)),
+    )
+    .await;
     results.into_iter().collect()
 }
 
 /// Order dependence: a deterministic failure in the suite whose test passes alone.
-pub async fn order_dependence(ctx: &Context, number: u32, classification: &Classification) -> Result<Option<Hypothesis>> {
+pub async fn order_dependence(
+    ctx: &Context,
+    number: u32,
+    classification: &Classification,
+) -> Result<Option<Hypothesis>> {
     if classification.decision.behaviour != Behaviour::Deterministic {
         return Ok(None);
     }
-    let Some(isolated) = isolated_command(ctx, classification) else { return Ok(None) };
-    let runs = repeat(ctx, &isolated, &[], ctx.config.isolation_runs, classification.baseline.as_ref()).await?;
+    let Some(isolated) = isolated_command(ctx, classification) else {
+        return Ok(None);
+    };
+    let runs = repeat(
+        ctx,
+        &isolated,
+        &[],
+        ctx.config.isolation_runs,
+        classification.baseline.as_ref(),
+    )
+    .await?;
     if !runs.iter().all(|r| r.outcome == Outcome::Pass) {
         return Ok(None);
     }
@@ -178,10 +242,20 @@ pub async fn order_dependence(ctx: &Context, number: u32, classification: &Class
         number,
         AgentKind::TestBehaviour,
         HypothesisKind::OrderDependent,
-        format!("order-dependent: `{command}` passes alone but fails inside `{}`", ctx.test.display()),
+        format!(
+            "order-dependent: `{command}` passes alone but fails inside `{}`",
+            ctx.test.display()
+        ),
     );
     h.experiments.push(classification.experiment.clone());
-    h.experiments.extend(batch_experiment(Step::Isolation, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, None));
+    h.experiments.extend(batch_experiment(
+        Step::Isolation,
+        &command,
+        &ctx.bad,
+        &runs,
+        ctx.config.stored_output_limit,
+        None,
+    ));
     h.status = HypothesisStatus::Verified;
     h.status_reason = format!(
         "failed {} of {} runs in the suite, passed {} of {} runs alone",
@@ -197,7 +271,11 @@ pub async fn order_dependence(ctx: &Context, number: u32, classification: &Class
 /// Environment dependence: one variable flips the outcome consistently.
 /// For a deterministic failure it looks for a variant that passes; for a
 /// failure that never reproduced, for a variant that fails.
-pub async fn environment_dependence(ctx: &Context, number: u32, classification: &Classification) -> Result<Option<Hypothesis>> {
+pub async fn environment_dependence(
+    ctx: &Context,
+    number: u32,
+    classification: &Classification,
+) -> Result<Option<Hypothesis>> {
     let looking_for = match classification.decision.behaviour {
         Behaviour::Deterministic => Outcome::Pass,
         Behaviour::NeverFails if classification.blocked.is_none() => Outcome::Fail,
@@ -206,25 +284,58 @@ pub async fn environment_dependence(ctx: &Context, number: u32, classification: 
     let confirm = ctx.config.isolation_runs.max(1);
     for (key, value) in &ctx.config.environment_variants {
         let env = vec![(key.clone(), value.clone())];
-        let first = repeat(ctx, &ctx.test.argv, &env, 1, classification.baseline.as_ref()).await?;
+        let first = repeat(
+            ctx,
+            &ctx.test.argv,
+            &env,
+            1,
+            classification.baseline.as_ref(),
+        )
+        .await?;
         if first[0].outcome != looking_for {
             continue;
         }
         let mut runs = first;
-        runs.extend(repeat(ctx, &ctx.test.argv, &env, confirm - 1, classification.baseline.as_ref()).await?);
+        runs.extend(
+            repeat(
+                ctx,
+                &ctx.test.argv,
+                &env,
+                confirm - 1,
+                classification.baseline.as_ref(),
+            )
+            .await?,
+        );
         if !runs.iter().all(|r| r.outcome == looking_for) {
             continue;
         }
         let delta = format!("{key}={value}");
         let command = format!("{delta} {}", ctx.test.display());
         let summary = if looking_for == Outcome::Pass {
-            format!("environment-dependent: the test fails in the sandbox's default environment and passes with {delta}")
+            format!(
+                "environment-dependent: the test fails in the sandbox's default environment and passes with {delta}"
+            )
         } else {
-            format!("environment-dependent: the test passes in the default environment and fails with {delta}")
+            format!(
+                "environment-dependent: the test passes in the default environment and fails with {delta}"
+            )
         };
-        let mut h = Hypothesis::new(HypothesisId::new(&ctx.id, number), number, AgentKind::TestBehaviour, HypothesisKind::EnvironmentDependent, summary);
+        let mut h = Hypothesis::new(
+            HypothesisId::new(&ctx.id, number),
+            number,
+            AgentKind::TestBehaviour,
+            HypothesisKind::EnvironmentDependent,
+            summary,
+        );
         h.experiments.push(classification.experiment.clone());
-        h.experiments.extend(batch_experiment(Step::EnvironmentVariant, &command, &ctx.bad, &runs, ctx.config.stored_output_limit, Some(delta.clone())));
+        h.experiments.extend(batch_experiment(
+            Step::EnvironmentVariant,
+            &command,
+            &ctx.bad,
+            &runs,
+            ctx.config.stored_output_limit,
+            Some(delta.clone()),
+        ));
         h.status = HypothesisStatus::Verified;
         h.status_reason = format!(
             "default environment: {} of {} runs failed; with {delta}: {} of {} runs {}",
@@ -232,7 +343,11 @@ pub async fn environment_dependence(ctx: &Context, number: u32, classification: 
             classification.counts.runs,
             runs.len(),
             runs.len(),
-            if looking_for == Outcome::Pass { "passed" } else { "failed" }
+            if looking_for == Outcome::Pass {
+                "passed"
+            } else {
+                "failed"
+            }
         );
         h.detail = Some(serde_json::json!({ "variable": key, "value": value }));
         return Ok(Some(h));
