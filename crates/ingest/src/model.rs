@@ -166,7 +166,8 @@ pub struct Failure {
     /// Frames dropped by the per-trace cap (the middle of the trace).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub frames_omitted: usize,
-    /// Exception chain, outermost reported exception first is `self`; these are the others.
+    /// The rest of the exception chain, nearest first (this failure is the
+    /// exception raised last / reported on top).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<Cause>,
     pub stack_signature: Option<String>,

@@ -84,12 +84,7 @@ fn diag(file: &str, line: &str, code: Option<&str>, message: &str, at: usize) ->
 }
 
 /// Compiler and type-checker diagnostics (errors only) with their locations.
-pub(crate) fn compiler_diagnostics(
-    lines: &[&str],
-    limits: &Limits,
-    parsed: &mut Parsed,
-) -> Vec<usize> {
-    let mut used = Vec::new();
+pub(crate) fn compiler_diagnostics(lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
     let cap = MAX_DIAGNOSTICS.min(limits.max_failures + 1);
     let mut found = 0;
     for (i, l) in lines.iter().enumerate() {
@@ -133,10 +128,8 @@ pub(crate) fn compiler_diagnostics(
             continue;
         };
         found += 1;
-        used.push(i);
         parsed.failures.push(f);
     }
-    used
 }
 
 pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
@@ -167,7 +160,7 @@ pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
             steps.push((i, name.trim().to_owned()));
         }
     }
-    let used = compiler_diagnostics(&lines, limits, parsed);
+    compiler_diagnostics(&lines, limits, parsed);
     // Test failures reported by Maven Surefire and Gradle in the console.
     let mut consumed: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
@@ -253,7 +246,6 @@ pub(crate) fn parse(raw_lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
             )),
         }
     }
-    let _ = used;
     // Regions: each build error gets the lines around it, inside its step.
     for f in parsed.failures.iter_mut() {
         let Some(at) = f.line else { continue };

@@ -8,8 +8,9 @@ use std::sync::LazyLock;
 
 static CARGO_SECTION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^---- (.+) stdout ----$").unwrap());
-static CARGO_FAILED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^test (.+?) \.\.\. FAILED$").unwrap());
+static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^test (.+?)(?: - should panic(?: with [^.]*)?)? \.\.\. FAILED$").unwrap()
+});
 static CARGO_RUNNING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*Running (?:unittests |tests/|benches/)?\S*? ?\((?:[^)]*/)?deps/([\w-]+?)-[0-9a-f]+(?:\.exe)?\)$").unwrap()
 });
@@ -170,5 +171,20 @@ pub(crate) fn parse_nextest(lines: &[&str], limits: &Limits, parsed: &mut Parsed
             "no_failure_found",
             "nextest output without failed tests",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn should_panic_failures_are_not_counted_twice() {
+        let out = "running 1 test\ntest t::p - should panic ... FAILED\n\nfailures:\n\n---- t::p stdout ----\nnote: test did not panic as expected at src/lib.rs:10:5\n\nfailures:\n    t::p\n";
+        let lines: Vec<&str> = out.lines().collect();
+        let mut parsed = Parsed::default();
+        parse_cargo_test(&lines, &Limits::default(), &mut parsed);
+        assert_eq!(parsed.failures.len(), 1);
+        assert_eq!(parsed.failures[0].test_id.as_deref(), Some("t::p"));
     }
 }

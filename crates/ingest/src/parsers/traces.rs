@@ -45,6 +45,11 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     if line.contains("Traceback (most recent call last):") {
         return python(lines, i);
     }
+    if line.trim_start().starts_with("File \"")
+        && let Some(r) = python_syntax_error(lines, i)
+    {
+        return Some(r);
+    }
     if line.starts_with("thread '") || line.starts_with("thread '<unnamed>'") {
         return rust_panic(lines, i);
     }
@@ -208,6 +213,28 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         rel_to_newer = e.relation;
     }
     Some((f, i))
+}
+
+/// A syntax error reported while compiling the main script: a bare
+/// `File "x.py", line N` (no function), the source, a caret, then the error.
+fn python_syntax_error(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let c = PY_FRAME.captures(lines[start])?;
+    if c.get(3).is_some() {
+        return None;
+    }
+    let end = (start + 6).min(lines.len());
+    let at =
+        (start + 1..end).find(|&j| !lines[j].starts_with(' ') && !lines[j].starts_with('\t'))?;
+    let e = PY_EXC.captures(lines[at])?;
+    let ty = e[1].to_owned();
+    if !matches!(ty.as_str(), "SyntaxError" | "IndentationError" | "TabError") {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Python);
+    f.exception_type = Some(ty);
+    f.message = e.get(2).map_or(String::new(), |m| m.as_str().to_owned());
+    f.frames.push(frame(Some(&c[1]), None, c[2].parse().ok()));
+    Some((f, at + 1))
 }
 
 static LOG_RECORD_START: LazyLock<Regex> = LazyLock::new(|| {
@@ -765,6 +792,15 @@ mod tests {
         assert_eq!(f.causes[0].exception_type.as_deref(), Some("KeyError"));
         assert_eq!(f.causes[0].relation, "context");
         assert_eq!(f.frames[0].function.as_deref(), Some("main"));
+    }
+
+    #[test]
+    fn python_syntax_error_without_traceback() {
+        let f = one(
+            "  File \"/app/x.py\", line 3\n    def f(:\n          ^\nSyntaxError: invalid syntax\n",
+        );
+        assert_eq!(f.exception_type.as_deref(), Some("SyntaxError"));
+        assert_eq!(f.frames[0].line, Some(3));
     }
 
     #[test]
