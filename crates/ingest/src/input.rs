@@ -183,6 +183,42 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// RFC 3339 timestamps that CI runners and `kubectl logs --timestamps` put in
+/// front of every line (`2024-05-14T14:02:11.0918273Z `).
+static TIMESTAMP_PREFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}) ")
+        .unwrap()
+});
+
+/// Removes a timestamp prefix when (nearly) every line has one, so that
+/// detection and the parsers see what the tool printed. Line numbers are kept.
+pub(crate) fn strip_line_timestamps(text: String, diags: &mut Vec<Diagnostic>) -> String {
+    let sample: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(50)
+        .collect();
+    let with = sample
+        .iter()
+        .filter(|l| TIMESTAMP_PREFIX.is_match(l))
+        .count();
+    if sample.is_empty() || with * 10 < sample.len() * 8 {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match TIMESTAMP_PREFIX.find(line) {
+            Some(m) => out.push_str(&line[m.end()..]),
+            None => out.push_str(line),
+        }
+    }
+    diags.push(Diagnostic::info(
+        "timestamps_removed",
+        "a timestamp prefix on every line was removed before parsing",
+    ));
+    out
+}
+
 /// Splits text into lines (`\n`, `\r\n`; a lone `\r` as used by progress bars
 /// keeps only the last overwrite), cutting lines longer than the cap.
 pub(crate) fn lines<'a>(
@@ -249,6 +285,18 @@ mod tests {
         let small = read_bounded(&data[..10], &limits).unwrap();
         assert_eq!(small.bytes, &data[..10]);
         assert_eq!(small.dropped, 0);
+    }
+
+    #[test]
+    fn timestamp_prefixes_are_removed_only_when_uniform() {
+        let mut d = Vec::new();
+        let t = strip_line_timestamps(
+            "2024-05-14T14:02:11.0918273Z a\n2024-05-14T14:02:12.1Z b\n".into(),
+            &mut d,
+        );
+        assert_eq!(t, "a\nb\n");
+        let mixed = "2024-05-14T14:02:11Z a\nb\nc\nd\n".to_owned();
+        assert_eq!(strip_line_timestamps(mixed.clone(), &mut d), mixed);
     }
 
     #[test]

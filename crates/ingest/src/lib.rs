@@ -104,6 +104,7 @@ pub fn parse(input: &[u8], options: &ParseOptions) -> ParseOutput {
     }
     let text = input::to_text(&bytes, &mut diagnostics);
     drop(bytes);
+    let text = input::strip_line_timestamps(text, &mut diagnostics);
     let format = options.format.unwrap_or_else(|| detect(&text));
     let parsed = parsers::dispatch(format, &text, limits);
     diagnostics.extend(parsed.diagnostics);

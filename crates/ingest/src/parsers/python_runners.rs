@@ -62,26 +62,39 @@ pub(crate) fn pytest_repr(body: &str) -> Option<Failure> {
     }
     let mut f = Failure::new(FailureKind::Exception, Language::Python);
     let first = e_lines.first().copied().unwrap_or("");
-    match PY_EXC_LINE.captures(first) {
-        Some(c) => {
-            f.exception_type = Some(c[1].to_owned());
-            let mut msg = vec![c.get(2).map_or("", |m| m.as_str())];
-            msg.extend(e_lines.iter().skip(1));
-            f.message = msg.join("\n");
-        }
-        None => {
-            // `--tb=line` and plain asserts: the type is on the location line.
-            if let Some(t) = &final_type
-                && let Some(c) = PY_EXC_LINE.captures(t)
-            {
+    // The last location line names the exception class (`src/x.py:4: InvalidOperation`),
+    // which also identifies class names that do not end in `Error`.
+    let named = final_type.as_deref().filter(|t| {
+        t.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    });
+    let qualified = named.and_then(|t| {
+        let (head, rest) = first.split_once(": ").unwrap_or((first, ""));
+        (head == t || head.ends_with(&format!(".{t}"))).then(|| (head.to_owned(), rest))
+    });
+    if let Some((ty, rest)) = qualified {
+        f.exception_type = Some(ty);
+        let mut msg = vec![rest];
+        msg.extend(e_lines.iter().skip(1));
+        f.message = msg.join("\n");
+    } else if let Some(c) = PY_EXC_LINE.captures(first) {
+        f.exception_type = Some(c[1].to_owned());
+        let mut msg = vec![c.get(2).map_or("", |m| m.as_str())];
+        msg.extend(e_lines.iter().skip(1));
+        f.message = msg.join("\n");
+    } else {
+        // `--tb=line` and plain asserts: the type is on the location line.
+        match final_type.as_deref().and_then(|t| PY_EXC_LINE.captures(t)) {
+            Some(c) => {
                 f.exception_type = Some(c[1].to_owned());
                 if e_lines.is_empty() {
                     f.message = c.get(2).map_or(String::new(), |m| m.as_str().to_owned());
                 }
             }
-            if !e_lines.is_empty() {
-                f.message = e_lines.join("\n");
-            }
+            None => f.exception_type = named.map(str::to_owned),
+        }
+        if !e_lines.is_empty() {
+            f.message = e_lines.join("\n");
         }
     }
     f.frames = frames;
