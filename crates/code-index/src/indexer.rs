@@ -30,7 +30,9 @@ pub struct IndexSummary {
     pub cached_files: usize,
     pub parsed_bytes: u64,
     pub symbols: usize,
-    pub call_edges: usize,
+    /// Calls written in functions. They are resolved into call edges when
+    /// the call graph is first used (`Snapshot::edges`), not by indexing.
+    pub call_sites: usize,
     pub diagnostics: usize,
     pub elapsed_ms: f64,
     pub cache_dir: Option<PathBuf>,
@@ -149,7 +151,7 @@ impl Indexer {
             cached_files: snap.files.len().saturating_sub(parsed_files),
             parsed_bytes,
             symbols: snap.symbols.len(),
-            call_edges: snap.edges.len(),
+            call_sites: snap.call_sites(),
             diagnostics: snap.diagnostics.len(),
             elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
             cache_dir: self.cache_dir.clone(),
@@ -194,10 +196,16 @@ impl Indexer {
             todo.push((key, path.as_str(), *lang, content.to_vec()));
         }
         let bytes: u64 = todo.iter().map(|t| t.3.len() as u64).sum();
-        let results: Vec<(String, ParsedFile)> = todo
-            .into_par_iter()
-            .map(|(key, path, lang, content)| (key, parse_file(lang, path, &content)))
-            .collect();
+        let parse = |(key, path, lang, content): (String, &str, Language, Vec<u8>)| {
+            (key, parse_file(lang, path, &content))
+        };
+        // A handful of files (an incremental update) parse faster inline
+        // than after waking the thread pool.
+        let results: Vec<(String, ParsedFile)> = if todo.len() <= 2 {
+            todo.into_iter().map(parse).collect()
+        } else {
+            todo.into_par_iter().map(parse).collect()
+        };
         let n = results.len();
         self.cache.count_parse(n as u64);
         for (key, parsed) in results {

@@ -6,9 +6,11 @@ use crate::model::{
     CallEdge, CallSite, Diagnostic, ParsedFile, Resolution, Symbol, SymbolId, SymbolKind,
 };
 use crate::qualify;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::{Mutex, OnceLock};
 
 /// At most this many same-named definitions are linked by name alone; more
 /// means the name is too common to say anything.
@@ -38,9 +40,21 @@ pub struct Snapshot {
     pub time: i64,
     pub files: Vec<FileEntry>,
     pub symbols: Vec<Symbol>,
-    pub edges: Vec<CallEdge>,
     pub diagnostics: Vec<FileDiagnostic>,
     file_by_path: HashMap<String, usize>,
+    /// Per file (same order as `files`): the parse and the module name, kept
+    /// to resolve calls when the call graph is first asked for.
+    parsed: Vec<Arc<ParsedFile>>,
+    modules: Vec<String>,
+    graph: OnceLock<CallGraph>,
+}
+
+/// Resolved call edges and their adjacency lists. Derived from the
+/// snapshot on first use (in parallel), so an index update that only needs
+/// symbols current does not pay for it.
+#[derive(Debug, Clone, Default)]
+struct CallGraph {
+    edges: Vec<CallEdge>,
     callees: Vec<Vec<(SymbolId, u32)>>,
     callers: Vec<Vec<(SymbolId, u32)>>,
 }
@@ -53,16 +67,30 @@ impl Snapshot {
         mut files: Vec<(String, String, Arc<ParsedFile>)>,
     ) -> Snapshot {
         files.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut bases = Vec::with_capacity(files.len());
+        let mut next = 0u32;
+        for (_, _, parsed) in &files {
+            bases.push(next);
+            next += parsed.defs.len() as u32;
+        }
+        let placed: Vec<(String, Vec<Symbol>)> = files
+            .par_iter()
+            .zip(&bases)
+            .map(|((path, _, parsed), &base)| {
+                let module = qualify::module_of(parsed.language, path, parsed);
+                let symbols = place(path, &module, parsed, base);
+                (module, symbols)
+            })
+            .collect();
         let mut snap = Snapshot {
             commit,
             time,
             ..Snapshot::default()
         };
-        let mut modules = Vec::with_capacity(files.len());
-        for (path, blob, parsed) in &files {
-            let module = qualify::module_of(parsed.language, path, parsed);
+        snap.symbols.reserve(next as usize);
+        for ((path, blob, parsed), (module, symbols)) in files.into_iter().zip(placed) {
             let base = snap.symbols.len() as u32;
-            snap.symbols.extend(place(path, &module, parsed, base));
+            snap.symbols.extend(symbols);
             for d in &parsed.diagnostics {
                 snap.diagnostics.push(FileDiagnostic {
                     path: path.clone(),
@@ -71,47 +99,73 @@ impl Snapshot {
             }
             snap.file_by_path.insert(path.clone(), snap.files.len());
             snap.files.push(FileEntry {
-                path: path.clone(),
-                blob: blob.clone(),
+                path,
+                blob,
                 language: parsed.language,
                 symbols: base..snap.symbols.len() as u32,
                 lines: parsed.lines,
             });
-            modules.push(module);
+            snap.parsed.push(parsed);
+            snap.modules.push(module);
         }
-        let resolver = Resolver::new(&snap, &modules);
-        let mut edges = Vec::new();
-        for (fi, (_, _, parsed)) in files.iter().enumerate() {
-            let base = snap.files[fi].symbols.start;
-            for (di, def) in parsed.defs.iter().enumerate() {
-                let caller = base + di as u32;
-                let mut seen = HashSet::new();
-                for call in &def.calls {
-                    for (callee, resolution) in resolver.resolve(fi, caller, call, parsed) {
-                        if callee != caller && seen.insert(callee) {
-                            edges.push(CallEdge {
-                                caller,
-                                callee,
-                                line: call.line,
-                                resolution,
-                            });
-                        }
-                    }
-                }
-            }
-        }
-        snap.edges = edges;
-        snap.index_edges();
         snap
     }
 
-    fn index_edges(&mut self) {
-        self.callees = vec![Vec::new(); self.symbols.len()];
-        self.callers = vec![Vec::new(); self.symbols.len()];
-        for e in &self.edges {
-            self.callees[e.caller as usize].push((e.callee, e.line));
-            self.callers[e.callee as usize].push((e.caller, e.line));
-        }
+    fn graph(&self) -> &CallGraph {
+        self.graph.get_or_init(|| {
+            let resolver = Resolver::new(self, &self.modules);
+            let per_file: Vec<Vec<CallEdge>> = (0..self.files.len())
+                .into_par_iter()
+                .map(|fi| {
+                    let parsed = &self.parsed[fi];
+                    let base = self.files[fi].symbols.start;
+                    let mut edges = Vec::new();
+                    for (di, def) in parsed.defs.iter().enumerate() {
+                        let caller = base + di as u32;
+                        let mut seen = HashSet::new();
+                        for call in &def.calls {
+                            for (callee, resolution) in resolver.resolve(fi, caller, call, parsed) {
+                                if callee != caller && seen.insert(callee) {
+                                    edges.push(CallEdge {
+                                        caller,
+                                        callee,
+                                        line: call.line,
+                                        resolution,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    edges
+                })
+                .collect();
+            let edges: Vec<CallEdge> = per_file.into_iter().flatten().collect();
+            let mut callees = vec![Vec::new(); self.symbols.len()];
+            let mut callers = vec![Vec::new(); self.symbols.len()];
+            for e in &edges {
+                callees[e.caller as usize].push((e.callee, e.line));
+                callers[e.callee as usize].push((e.caller, e.line));
+            }
+            CallGraph {
+                edges,
+                callees,
+                callers,
+            }
+        })
+    }
+
+    /// Resolved call edges (resolved on first use).
+    pub fn edges(&self) -> &[CallEdge] {
+        &self.graph().edges
+    }
+
+    /// Calls written in the snapshot's functions, resolved or not.
+    pub fn call_sites(&self) -> usize {
+        self.parsed
+            .iter()
+            .flat_map(|p| &p.defs)
+            .map(|d| d.calls.len())
+            .sum()
     }
 
     pub fn file(&self, path: &str) -> Option<&FileEntry> {
@@ -156,12 +210,12 @@ impl Snapshot {
 
     /// Outgoing call edges `(callee, line)`.
     pub fn callees(&self, id: SymbolId) -> &[(SymbolId, u32)] {
-        &self.callees[id as usize]
+        &self.graph().callees[id as usize]
     }
 
     /// Incoming call edges `(caller, line)`.
     pub fn callers(&self, id: SymbolId) -> &[(SymbolId, u32)] {
-        &self.callers[id as usize]
+        &self.graph().callers[id as usize]
     }
 }
 
@@ -197,6 +251,9 @@ pub fn file_symbols(path: &str, parsed: &ParsedFile) -> Vec<Symbol> {
     )
 }
 
+/// (language, absolute module key) → the files that module names.
+type ModuleMemo = HashMap<(Language, String), Arc<Vec<usize>>>;
+
 struct Resolver<'a> {
     snap: &'a Snapshot,
     modules: &'a [String],
@@ -204,6 +261,7 @@ struct Resolver<'a> {
     by_module: HashMap<&'a str, Vec<usize>>,
     /// Callable and class names → symbols, for the last-resort name match.
     by_name: HashMap<&'a str, Vec<SymbolId>>,
+    memo: Mutex<ModuleMemo>,
 }
 
 impl<'a> Resolver<'a> {
@@ -223,6 +281,7 @@ impl<'a> Resolver<'a> {
             modules,
             by_module,
             by_name,
+            memo: Mutex::new(HashMap::new()),
         }
     }
 
@@ -245,7 +304,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// Files of a module named as an import writes it, relative to file `fi`.
-    fn module_files(&self, fi: usize, module: &str) -> Vec<usize> {
+    fn module_files(&self, fi: usize, module: &str) -> Arc<Vec<usize>> {
         let lang = self.snap.files[fi].language;
         let key: String = match lang {
             Language::Python if module.starts_with('.') => {
@@ -269,35 +328,57 @@ impl<'a> Resolver<'a> {
             }
             _ => module.to_string(),
         };
-        if let Some(files) = self.by_module.get(key.as_str()) {
-            return files.clone();
+        self.files_for_key(lang, key)
+    }
+
+    /// Files of an absolute module key; memoised, since the same imports
+    /// recur in every file and a miss scans all modules.
+    fn files_for_key(&self, lang: Language, key: String) -> Arc<Vec<usize>> {
+        let cached = self
+            .memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(lang, key.clone()))
+            .cloned();
+        if let Some(hit) = cached {
+            return hit;
         }
-        match lang {
-            Language::JavaScript | Language::TypeScript => self
-                .by_module
-                .get(format!("{key}/index").as_str())
-                .cloned()
-                .unwrap_or_default(),
-            // `import example.com/app/store` names the directory `store`;
-            // Python packages may live under a prefix we dropped or kept.
-            Language::Go | Language::Python => {
-                let sep = if lang == Language::Go { '/' } else { '.' };
-                let last = key.rsplit(sep).next().unwrap_or(&key);
-                let mut out: Vec<usize> = self
+        let found: Vec<usize> = match self.by_module.get(key.as_str()) {
+            Some(files) => files.clone(),
+            None => match lang {
+                Language::JavaScript | Language::TypeScript => self
                     .by_module
-                    .iter()
-                    .filter(|(m, _)| {
-                        m.ends_with(&key)
-                            || (lang == Language::Go && m.rsplit('/').next() == Some(last))
-                    })
-                    .flat_map(|(_, f)| f.iter().copied())
-                    .filter(|&f| self.snap.files[f].language == lang)
-                    .collect();
-                out.sort_unstable();
-                out
-            }
-            _ => Vec::new(),
-        }
+                    .get(format!("{key}/index").as_str())
+                    .cloned()
+                    .unwrap_or_default(),
+                // `import example.com/app/store` names the directory `store`;
+                // Python packages may live under a prefix we dropped or kept.
+                Language::Go | Language::Python => {
+                    let sep = if lang == Language::Go { '/' } else { '.' };
+                    let suffix = format!("{sep}{key}");
+                    let last = key.rsplit(sep).next().unwrap_or(&key);
+                    let mut out: Vec<usize> = self
+                        .by_module
+                        .iter()
+                        .filter(|(m, _)| {
+                            m.ends_with(&suffix)
+                                || (lang == Language::Go && m.rsplit('/').next() == Some(last))
+                        })
+                        .flat_map(|(_, f)| f.iter().copied())
+                        .filter(|&f| self.snap.files[f].language == lang)
+                        .collect();
+                    out.sort_unstable();
+                    out
+                }
+                _ => Vec::new(),
+            },
+        };
+        let found = Arc::new(found);
+        self.memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((lang, key), found.clone());
+        found
     }
 
     fn resolve(
@@ -337,7 +418,7 @@ impl<'a> Resolver<'a> {
                 }
                 for imp in parsed.imports.iter().filter(|i| i.local == name) {
                     let target = imp.name.as_deref().unwrap_or(name);
-                    for f in self.module_files(fi, &imp.module) {
+                    for &f in self.module_files(fi, &imp.module).iter() {
                         if let Some(id) = self.in_file(f, target) {
                             return vec![(id, Resolution::Import)];
                         }
@@ -366,7 +447,7 @@ impl<'a> Resolver<'a> {
                         modules.insert(0, format!("{}.{n}", imp.module));
                     }
                     for m in modules {
-                        for f in self.module_files(fi, &m) {
+                        for &f in self.module_files(fi, &m).iter() {
                             if let Some(id) = self.in_file(f, name) {
                                 return vec![(id, Resolution::Import)];
                             }
@@ -384,15 +465,17 @@ impl<'a> Resolver<'a> {
         };
         let last = qualifier.map(|q| q.rsplit(['.', ':']).next().unwrap_or(q));
         if let Some(q) = last {
-            // `Type::new()`, `Foo.bar()` (static): prefer members of that type.
+            // `Type::new()`, `Foo.bar()` (static): prefer members of that type
+            // (Go methods have no parent: match `Type.Method` at the end).
+            let (dot, colons) = (format!("{q}.{name}"), format!("{q}::{name}"));
             let typed: Vec<_> = cands
                 .iter()
                 .filter(|&&c| {
                     let s = &self.snap.symbols[c as usize];
                     s.parent
                         .is_some_and(|p| self.snap.symbols[p as usize].name == q)
-                        || s.qualified_name.contains(&format!("{q}."))
-                        || s.qualified_name.contains(&format!("{q}::"))
+                        || s.qualified_name.ends_with(&dot)
+                        || s.qualified_name.ends_with(&colons)
                 })
                 .map(|&c| (c, Resolution::Name))
                 .collect();

@@ -39,7 +39,7 @@ fn check(snap: &Snapshot, expected: &[(&str, SymbolKind, u32, u32)]) {
 fn has_edge(snap: &Snapshot, from: &str, to: &str) -> Option<Resolution> {
     let a = snap.by_qualified_name(from)?.id;
     let b = snap.by_qualified_name(to)?.id;
-    snap.edges
+    snap.edges()
         .iter()
         .find(|e| e.caller == a && e.callee == b)
         .map(|e| e.resolution)
