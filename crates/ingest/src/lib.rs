@@ -259,12 +259,23 @@ fn normalize_failure(
         }
     }
     // The primary exception's in-app frames; a wrapper without any (a
-    // framework exception) defers to the first cause that has some.
-    f.stack_signature = stack_signature(&f.frames, sig_frames).or_else(|| {
-        f.causes
-            .iter()
-            .find_map(|c| stack_signature(&c.frames, sig_frames))
-    });
+    // framework exception) defers to the first cause that has some. An
+    // exception group's own frames are only where it was awaited: its first
+    // sub-exception signs it.
+    let group = f
+        .exception_type
+        .as_deref()
+        .is_some_and(|t| t.ends_with("ExceptionGroup"));
+    let own = stack_signature(&f.frames, sig_frames);
+    let from_causes = f
+        .causes
+        .iter()
+        .find_map(|c| stack_signature(&c.frames, sig_frames));
+    f.stack_signature = if group {
+        from_causes.or(own)
+    } else {
+        own.or(from_causes)
+    };
     f.error_signature = error_signature(f.exception_type.as_deref(), &f.message);
     if f.message.len() > limits.max_message_bytes {
         f.message = input::truncate_str(&f.message, limits.max_message_bytes).to_owned();

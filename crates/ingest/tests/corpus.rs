@@ -27,6 +27,7 @@ fn expected_format(name: &str) -> DetectedFormat {
         ("java_", DetectedFormat::Text),
         ("kotlin_", DetectedFormat::Text),
         ("node_uncaught", DetectedFormat::Text),
+        ("node_fetch_cause", DetectedFormat::Text),
         ("go_panic", DetectedFormat::Text),
         ("go_goroutine", DetectedFormat::Text),
         ("rust_", DetectedFormat::Text),

@@ -42,6 +42,9 @@ pub(crate) fn scan(lines: &[&str], base: usize, max: usize) -> Vec<Failure> {
 /// Tries every recogniser at line `i`.
 pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     let line = lines[i];
+    if line.contains(PY_GROUP) {
+        return python_group(lines, i);
+    }
     if line.contains("Traceback (most recent call last):") {
         return python(lines, i);
     }
@@ -211,6 +214,59 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
             frames: e.frames,
         });
         rel_to_newer = e.relation;
+    }
+    Some((f, i))
+}
+
+const PY_GROUP: &str = "Exception Group Traceback (most recent call last):";
+
+/// Python 3.11+ exception groups: a boxed traceback (`| ` margins) for the
+/// group, then one box per sub-exception separated by `+---- N ----` rules.
+/// The group is the failure; sub-exceptions become causes (`sub_exception`),
+/// nested groups are read recursively.
+fn python_group(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let mut segments: Vec<Vec<String>> =
+        vec![vec!["Traceback (most recent call last):".to_owned()]];
+    let mut i = start + 1;
+    while i < lines.len() {
+        let t = lines[i].trim_start();
+        if !(t.starts_with('|') || t.starts_with('+')) {
+            break;
+        }
+        if t.starts_with('+') && t.contains("----") {
+            // `+-+---- 1 ----` or `+---- 2 ----` opens a sub-exception; a bare rule closes.
+            if t.trim_matches(|c| c == '+' || c == '-' || c == ' ')
+                .parse::<u32>()
+                .is_ok()
+            {
+                segments.push(Vec::new());
+            }
+            i += 1;
+            continue;
+        }
+        let content = &t[1..];
+        segments
+            .last_mut()?
+            .push(content.strip_prefix(' ').unwrap_or(content).to_owned());
+        i += 1;
+    }
+    let mut parsed = segments.iter().map(|seg| {
+        let refs: Vec<&str> = seg.iter().map(String::as_str).collect();
+        match refs.first() {
+            Some(first) if first.contains(PY_GROUP) => python_group(&refs, 0).map(|(f, _)| f),
+            Some(_) => python(&refs, 0).map(|(f, _)| f),
+            None => None,
+        }
+    });
+    let mut f = parsed.next()??;
+    for sub in parsed.flatten() {
+        f.causes.push(Cause {
+            relation: "sub_exception".into(),
+            exception_type: sub.exception_type,
+            message: sub.message,
+            frames: sub.frames,
+        });
+        f.causes.extend(sub.causes);
     }
     Some((f, i))
 }
@@ -406,8 +462,10 @@ static JS_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:Uncaught\s+)?(?:\[\w+\]:\s+)?([A-Z][\w$.]*|[a-z][\w$]*Error)(?:\s\[([A-Z0-9_]+)\])?(?::\s?(.*))?$").unwrap()
 });
 pub(crate) static JS_FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*at (?:(.+?) \((.+)\)|((?:[a-zA-Z]+:)?[^\s()]+:\d+(?::\d+)?))(?: \{)?\s*$")
-        .unwrap()
+    Regex::new(
+        r"^\s*at (?:(.+?) \((.+)\)|(?:async )?((?:[a-zA-Z]+:)?[^\s()]+:\d+(?::\d+)?))(?: \{)?\s*$",
+    )
+    .unwrap()
 });
 
 /// Parses one `    at fn (file:line:col)` line.
@@ -493,6 +551,51 @@ fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     }
     frames.reverse();
     f.frames = frames;
+    // Node prints `error.cause` inside the error's property block:
+    // `    at ... {\n  [cause]: Error: inner\n      at ...`; the block ends at `}`.
+    if lines[i - 1].trim_end().ends_with('{') {
+        let mut depth = 1usize;
+        while i < lines.len() && depth > 0 && i < start + 400 {
+            let l = lines[i].trim();
+            if let Some(rest) = l.strip_prefix("[cause]: ") {
+                let (t, m) = match JS_HEADER.captures(rest) {
+                    Some(h) => (
+                        Some(h[1].to_owned()),
+                        h.get(3).map_or(String::new(), |m| m.as_str().to_owned()),
+                    ),
+                    None => (None, rest.to_owned()),
+                };
+                let mut cf = Vec::new();
+                i += 1;
+                while i < lines.len() {
+                    match js_frame(lines[i]) {
+                        Some(fr) => {
+                            cf.push(fr);
+                            i += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if lines[i - 1].trim_end().ends_with('{') {
+                    depth += 1;
+                }
+                cf.reverse();
+                f.causes.push(Cause {
+                    relation: "cause".into(),
+                    exception_type: t,
+                    message: m,
+                    frames: cf,
+                });
+                continue;
+            }
+            if l.ends_with('{') {
+                depth += 1;
+            } else if l.starts_with('}') {
+                depth -= 1;
+            }
+            i += 1;
+        }
+    }
     Some((f, i))
 }
 
@@ -801,6 +904,44 @@ mod tests {
         );
         assert_eq!(f.exception_type.as_deref(), Some("SyntaxError"));
         assert_eq!(f.frames[0].line, Some(3));
+    }
+
+    #[test]
+    fn node_error_causes() {
+        let f = one(
+            "TypeError: fetch failed\n    at node:internal/deps/undici/undici:12345:11\n    at async getUser (/app/src/users.js:10:15) {\n  [cause]: Error: connect ECONNREFUSED 127.0.0.1:3000\n      at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16) {\n    errno: -111,\n    code: 'ECONNREFUSED'\n  }\n}\nnext line\n",
+        );
+        assert_eq!(f.exception_type.as_deref(), Some("TypeError"));
+        assert_eq!(f.causes.len(), 1);
+        assert_eq!(f.causes[0].exception_type.as_deref(), Some("Error"));
+        assert_eq!(f.causes[0].message, "connect ECONNREFUSED 127.0.0.1:3000");
+        assert_eq!(f.causes[0].frames.len(), 1);
+    }
+
+    #[test]
+    fn python_exception_group() {
+        let text = "  + Exception Group Traceback (most recent call last):\n  |   File \"/app/main.py\", line 18, in <module>\n  |     asyncio.run(main())\n  |   File \"/app/main.py\", line 12, in main\n  |     async with asyncio.TaskGroup() as tg:\n  | ExceptionGroup: unhandled errors in a TaskGroup (2 sub-exceptions)\n  +-+---------------- 1 ----------------\n    | Traceback (most recent call last):\n    |   File \"/app/main.py\", line 6, in fetch\n    |     raise ValueError(f\"bad id {i}\")\n    | ValueError: bad id 1\n    +---------------- 2 ----------------\n    | Traceback (most recent call last):\n    |   File \"/app/main.py\", line 8, in fetch_more\n    |     raise KeyError(i)\n    | KeyError: 2\n    +------------------------------------\nafter\n";
+        let f = one(text);
+        assert_eq!(f.exception_type.as_deref(), Some("ExceptionGroup"));
+        assert_eq!(f.frames.len(), 2);
+        let subs: Vec<_> = f
+            .causes
+            .iter()
+            .map(|c| {
+                (
+                    c.relation.as_str(),
+                    c.exception_type.as_deref(),
+                    c.frames.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            subs,
+            [
+                ("sub_exception", Some("ValueError"), 1),
+                ("sub_exception", Some("KeyError"), 1)
+            ]
+        );
     }
 
     #[test]
