@@ -278,7 +278,13 @@ fn case_failure(mut c: Case) -> Failure {
             }
         }
     }
-    f.test_id = Some(test_id(&c, java_like));
+    if f.language == Language::Rust
+        && (c.name.contains("::") || c.classname == c.suite)
+        && !c.classname.is_empty()
+    {
+        f.context.insert("binary".into(), c.classname.clone());
+    }
+    f.test_id = Some(test_id(&c, &f, java_like));
     f
 }
 
@@ -304,7 +310,11 @@ fn guess_language(c: &Case) -> Language {
     }
 }
 
-fn test_id(c: &Case, java_like: bool) -> String {
+/// The test id in the form the runner's own output uses, so ids from a
+/// JUnit report and from the console agree: pytest node ids
+/// (`tests/test_x.py::TestC::test_y`), Go `pkg.TestX/sub`, Rust/nextest
+/// `module::test` (binary in context), Java `pkg.Class.method`.
+fn test_id(c: &Case, f: &Failure, java_like: bool) -> String {
     if c.classname.is_empty() || c.name.starts_with(&c.classname) {
         return c.name.clone();
     }
@@ -312,9 +322,33 @@ fn test_id(c: &Case, java_like: bool) -> String {
     if c.classname.contains(' ') && c.classname.ends_with(&c.name) {
         return c.classname.clone();
     }
-    if java_like {
-        format!("{}.{}", c.classname, c.name)
-    } else {
-        format!("{}::{}", c.classname, c.name)
+    match f.language {
+        Language::Python => {
+            // classname `tests.test_orders.TestCheckout` + the test file seen in the trace.
+            let file = f
+                .frames
+                .first()
+                .and_then(|fr| fr.file.as_deref())
+                .filter(|p| p.ends_with(".py"));
+            if let Some(file) = file {
+                let module = file.trim_end_matches(".py").replace('/', ".");
+                if let Some(rest) = c.classname.strip_prefix(&module) {
+                    let classes: Vec<&str> = rest.split('.').filter(|p| !p.is_empty()).collect();
+                    let mut id = file.to_owned();
+                    for part in classes.iter().copied().chain([c.name.as_str()]) {
+                        id.push_str("::");
+                        id.push_str(part);
+                    }
+                    return id;
+                }
+            }
+            format!("{}::{}", c.classname, c.name)
+        }
+        Language::Go => format!("{}.{}", c.classname, c.name),
+        // nextest: classname is the binary id, which is kept in context.
+        Language::Rust if c.name.contains("::") || c.classname == c.suite => c.name.clone(),
+        // Gradle's JUnit 5 names carry `()`; the console and Surefire do not.
+        _ if java_like => format!("{}.{}", c.classname, c.name.trim_end_matches("()")),
+        _ => format!("{}::{}", c.classname, c.name),
     }
 }
