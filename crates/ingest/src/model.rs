@@ -299,8 +299,8 @@ impl Default for Limits {
 /// production (`ParseOptions::redaction_key`).
 pub const DEV_REDACTION_KEY: &[u8] = b"tracelab-dev-redaction-key-not-secret";
 
-/// What `parse` needs to know besides the bytes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What `parse` needs to know besides the bytes. `Debug` never prints the key.
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ParseOptions {
     /// HMAC key for pseudonyms. Defaults to [`DEV_REDACTION_KEY`] (development only).
@@ -318,6 +318,25 @@ pub struct ParseOptions {
     /// Turn redaction off (tests and local debugging only).
     pub redact: bool,
     pub limits: Limits,
+}
+
+impl std::fmt::Debug for ParseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = if self.redaction_key == DEV_REDACTION_KEY {
+            "<dev key>"
+        } else {
+            "<redacted>"
+        };
+        f.debug_struct("ParseOptions")
+            .field("redaction_key", &key)
+            .field("repo_roots", &self.repo_roots)
+            .field("in_app_prefixes", &self.in_app_prefixes)
+            .field("format", &self.format)
+            .field("signature_frames", &self.signature_frames)
+            .field("redact", &self.redact)
+            .field("limits", &self.limits)
+            .finish()
+    }
 }
 
 impl Default for ParseOptions {
@@ -340,4 +359,22 @@ pub struct ParseOutput {
     pub failures: Vec<Failure>,
     pub diagnostics: Vec<Diagnostic>,
     pub format: DetectedFormat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_the_key() {
+        let o = ParseOptions {
+            redaction_key: b"s3cret-key-material".to_vec(),
+            ..ParseOptions::default()
+        };
+        let d = format!("{o:?}");
+        assert!(
+            !d.contains("s3cret") && !d.contains("115, 51") && d.contains("<redacted>"),
+            "{d}"
+        );
+    }
 }
