@@ -145,6 +145,8 @@ fn corpus(symbols: usize, rng: &mut Rng) -> Corpus {
     }
     let locator =
         Locator::without_history(snapshot, sorted_texts, &LocateOptions::default()).unwrap();
+    // Resolve the call graph now (it is lazy) so no query pays for it.
+    locator.snapshot.edges();
     let queries = (0..QUERIES)
         .map(|_| {
             let f = rng.below(files);

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 /// With coverage, a suspect's score is this share Ochiai and the rest the
 /// locator's (normalised) hybrid score: executed-by-failing-tests evidence
 /// is stronger than textual proximity.
-const SPECTRUM_SHARE: f64 = 0.6;
+const SPECTRUM_SHARE: f64 = 0.75;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrameSymbol {
