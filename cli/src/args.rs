@@ -29,6 +29,26 @@ pub enum Command {
     /// Read past investigations.
     #[command(subcommand)]
     Investigations(InvestigationsCommand),
+    /// Parse failure evidence (test reports, logs, stack traces): one failure per line, redacted.
+    Parse(ParseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// A file, or `-` for standard input.
+    pub input: String,
+    /// `json`: one JSON object per failure per line; `markdown`: a short human summary.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
+    /// A repository root on the machine that produced the evidence (repeatable); paths are made relative to it.
+    #[arg(long = "repo-root", value_name = "PATH")]
+    pub repo_roots: Vec<String>,
+    /// Module or package prefixes that are application code (repeatable), e.g. `com.acme.`.
+    #[arg(long = "in-app", value_name = "PREFIX")]
+    pub in_app: Vec<String>,
+    /// A file holding the key for redaction pseudonyms (default: the public development key).
+    #[arg(long, value_name = "FILE")]
+    pub redaction_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

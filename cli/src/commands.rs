@@ -47,6 +47,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Investigate(args) => investigate(&cli.db, cli.quiet, args).await,
         Command::Demo(args) => demo(&cli.db, cli.quiet, args).await,
         Command::Investigations(cmd) => investigations(&cli.db, cmd).await,
+        Command::Parse(args) => crate::parse::run(args),
     }
 }
 

@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod output;
+mod parse;
 
 use clap::Parser;
 
@@ -29,6 +30,13 @@ fn main() -> std::process::ExitCode {
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
+        // A closed pipe (`tracelab parse big.log | head`) is the reader's choice, not an error.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            std::process::ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::from(1)

@@ -244,3 +244,62 @@ fn the_demo_verifies_in_docker_with_the_same_verdict_as_locally() {
         "experiments record the image digest: {sandbox}"
     );
 }
+
+#[test]
+fn parse_prints_one_redacted_failure_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    std::fs::write(
+        &trace,
+        "Traceback (most recent call last):\n  File \"/home/ci/work/shop/shop/orders.py\", line 42, in place_order\n    charge(card)\n  File \"/home/ci/work/shop/shop/billing.py\", line 7, in charge\n    raise PaymentError(f\"card declined for {email}\")\nshop.billing.PaymentError: card declined for jane.doe@example.com\n",
+    )
+    .unwrap();
+    let out = tracelab(
+        &dir.path().join("t.db"),
+        &["parse", "--format", "json", trace.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let failure: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(failure["kind"], "exception");
+    assert_eq!(failure["language"], "python");
+    assert!(
+        failure["exception_type"]
+            .as_str()
+            .unwrap()
+            .ends_with("PaymentError")
+    );
+    assert!(
+        !text.contains("jane.doe@example.com"),
+        "the email is redacted: {text}"
+    );
+    let frames = failure["frames"].as_array().unwrap();
+    assert_eq!(
+        frames.last().unwrap()["function"],
+        "charge",
+        "innermost frame last"
+    );
+    assert!(failure["stack_signature"].is_string() && failure["error_signature"].is_string());
+
+    let garbage = dir.path().join("garbage.bin");
+    std::fs::write(
+        &garbage,
+        (0..4096u32)
+            .map(|i| (i * 7919 % 251) as u8)
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let out = tracelab(
+        &dir.path().join("t.db"),
+        &["parse", garbage.to_str().unwrap()],
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("binary"));
+}

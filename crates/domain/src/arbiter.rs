@@ -21,7 +21,11 @@ fn rate(h: &Hypothesis, step: Step, failures: bool) -> f64 {
     if judged == 0 {
         return 0.0;
     }
-    if failures { total.failure_rate() } else { f64::from(total.passes()) / f64::from(judged) }
+    if failures {
+        total.failure_rate()
+    } else {
+        f64::from(total.passes()) / f64::from(judged)
+    }
 }
 
 /// Evidence strength of a fix in [0, 1]: how reliably it failed before and passed after.
@@ -33,7 +37,11 @@ pub fn fix_strength(h: &Hypothesis) -> f64 {
 }
 
 fn existing_tests_pass(h: &Hypothesis) -> bool {
-    let mut runs = h.experiments.iter().filter(|e| e.step == Step::ExistingTests).peekable();
+    let mut runs = h
+        .experiments
+        .iter()
+        .filter(|e| e.step == Step::ExistingTests)
+        .peekable();
     runs.peek().is_some() && runs.all(|e| e.outcome == Outcome::Pass)
 }
 
@@ -51,7 +59,10 @@ pub fn compare(a: &Hypothesis, b: &Hypothesis) -> Ordering {
 
 /// The winner: the best verified hypothesis, or none when nothing was verified.
 pub fn select_winner(hypotheses: &[Hypothesis]) -> Option<&Hypothesis> {
-    hypotheses.iter().filter(|h| h.status == HypothesisStatus::Verified).min_by(|a, b| compare(a, b))
+    hypotheses
+        .iter()
+        .filter(|h| h.status == HypothesisStatus::Verified)
+        .min_by(|a, b| compare(a, b))
 }
 
 #[cfg(test)]
@@ -61,7 +72,12 @@ mod tests {
     use crate::hypothesis::{AgentKind, HypothesisKind};
     use crate::ids::{HypothesisId, InvestigationId};
 
-    fn hyp(number: u32, kind: HypothesisKind, status: HypothesisStatus, patch: Option<&str>) -> Hypothesis {
+    fn hyp(
+        number: u32,
+        kind: HypothesisKind,
+        status: HypothesisStatus,
+        patch: Option<&str>,
+    ) -> Hypothesis {
         let mut h = Hypothesis::new(
             HypothesisId::new(&InvestigationId("i".into()), number),
             number,
@@ -81,35 +97,77 @@ mod tests {
             revision: "r".into(),
             exit_code: Some(0),
             duration_ms: 1,
-            outcome: if failures > 0 { Outcome::Fail } else { Outcome::Pass },
+            outcome: if failures > 0 {
+                Outcome::Fail
+            } else {
+                Outcome::Pass
+            },
             output: String::new(),
             sandbox: "local".into(),
             note: None,
-            counts: Some(RunCounts { runs, failures, other: 0 }),
+            counts: Some(RunCounts {
+                runs,
+                failures,
+                other: 0,
+            }),
         }
     }
 
     #[test]
     fn nothing_verified_means_no_winner() {
-        let hs = vec![hyp(1, HypothesisKind::Revert, HypothesisStatus::Rejected, Some("+a\n"))];
+        let hs = vec![hyp(
+            1,
+            HypothesisKind::Revert,
+            HypothesisStatus::Rejected,
+            Some("+a\n"),
+        )];
         assert!(select_winner(&hs).is_none());
     }
 
     #[test]
     fn stronger_evidence_beats_smaller_patch() {
-        let mut weak = hyp(1, HypothesisKind::Revert, HypothesisStatus::Verified, Some("+a\n"));
-        weak.experiments = vec![batch(Step::RegressionBefore, 10, 3), batch(Step::RegressionAfter, 10, 0)];
-        let mut strong = hyp(2, HypothesisKind::Revert, HypothesisStatus::Verified, Some("+a\n+b\n-c\n"));
-        strong.experiments = vec![batch(Step::RegressionBefore, 10, 10), batch(Step::RegressionAfter, 10, 0)];
+        let mut weak = hyp(
+            1,
+            HypothesisKind::Revert,
+            HypothesisStatus::Verified,
+            Some("+a\n"),
+        );
+        weak.experiments = vec![
+            batch(Step::RegressionBefore, 10, 3),
+            batch(Step::RegressionAfter, 10, 0),
+        ];
+        let mut strong = hyp(
+            2,
+            HypothesisKind::Revert,
+            HypothesisStatus::Verified,
+            Some("+a\n+b\n-c\n"),
+        );
+        strong.experiments = vec![
+            batch(Step::RegressionBefore, 10, 10),
+            batch(Step::RegressionAfter, 10, 0),
+        ];
         assert_eq!(select_winner(&[weak, strong]).unwrap().number, 2);
     }
 
     #[test]
     fn equal_evidence_prefers_the_smaller_patch() {
-        let evidence = vec![batch(Step::RegressionBefore, 5, 5), batch(Step::RegressionAfter, 5, 0)];
-        let mut big = hyp(1, HypothesisKind::Revert, HypothesisStatus::Verified, Some("+a\n+b\n"));
+        let evidence = vec![
+            batch(Step::RegressionBefore, 5, 5),
+            batch(Step::RegressionAfter, 5, 0),
+        ];
+        let mut big = hyp(
+            1,
+            HypothesisKind::Revert,
+            HypothesisStatus::Verified,
+            Some("+a\n+b\n"),
+        );
         big.experiments = evidence.clone();
-        let mut small = hyp(2, HypothesisKind::Revert, HypothesisStatus::Verified, Some("+a\n"));
+        let mut small = hyp(
+            2,
+            HypothesisKind::Revert,
+            HypothesisStatus::Verified,
+            Some("+a\n"),
+        );
         small.experiments = evidence;
         assert_eq!(select_winner(&[big, small]).unwrap().number, 2);
     }
@@ -117,8 +175,16 @@ mod tests {
     #[test]
     fn a_verified_fix_beats_a_verified_classification() {
         let flaky = hyp(1, HypothesisKind::Flaky, HypothesisStatus::Verified, None);
-        let mut fix = hyp(2, HypothesisKind::Revert, HypothesisStatus::Verified, Some("+a\n"));
-        fix.experiments = vec![batch(Step::RegressionBefore, 5, 5), batch(Step::RegressionAfter, 5, 0)];
+        let mut fix = hyp(
+            2,
+            HypothesisKind::Revert,
+            HypothesisStatus::Verified,
+            Some("+a\n"),
+        );
+        fix.experiments = vec![
+            batch(Step::RegressionBefore, 5, 5),
+            batch(Step::RegressionAfter, 5, 0),
+        ];
         assert_eq!(select_winner(&[flaky, fix]).unwrap().number, 2);
     }
 }

@@ -18,7 +18,10 @@ pub struct Judgement {
 }
 
 fn judgement(status: HypothesisStatus, reason: impl Into<String>) -> Judgement {
-    Judgement { status, reason: reason.into() }
+    Judgement {
+        status,
+        reason: reason.into(),
+    }
 }
 
 /// Judges a hypothesis that carries a fix from its experiments.
@@ -26,9 +29,19 @@ fn judgement(status: HypothesisStatus, reason: impl Into<String>) -> Judgement {
 pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judgement {
     use HypothesisStatus::*;
     let find = |step: Step| experiments.iter().filter(move |e| e.step == step);
-    for step in [Step::Reproduction, Step::RegressionBefore, Step::RegressionAfter, Step::ExistingTests] {
-        if let Some(blocked) = find(step).find(|e| e.outcome == Outcome::Blocked && e.counts.is_none()) {
-            let why = blocked.note.clone().unwrap_or_else(|| "could not run".into());
+    for step in [
+        Step::Reproduction,
+        Step::RegressionBefore,
+        Step::RegressionAfter,
+        Step::ExistingTests,
+    ] {
+        if let Some(blocked) =
+            find(step).find(|e| e.outcome == Outcome::Blocked && e.counts.is_none())
+        {
+            let why = blocked
+                .note
+                .clone()
+                .unwrap_or_else(|| "could not run".into());
             return judgement(Blocked, format!("{} could not run: {why}", step.as_str()));
         }
     }
@@ -49,13 +62,19 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
         return judgement(Inconclusive, "no reproduction experiment");
     };
     if repro.failures == 0 {
-        return judgement(Inconclusive, "the failure did not reproduce at the bad revision");
+        return judgement(
+            Inconclusive,
+            "the failure did not reproduce at the bad revision",
+        );
     }
     let Some(before) = counts(Step::RegressionBefore) else {
         return judgement(Inconclusive, "no run of the regression test before the fix");
     };
     if before.failures == 0 {
-        return judgement(Inconclusive, "the regression test did not fail before the fix");
+        return judgement(
+            Inconclusive,
+            "the regression test did not fail before the fix",
+        );
     }
     let Some(after) = counts(Step::RegressionAfter) else {
         return judgement(Inconclusive, "no run of the regression test after the fix");
@@ -73,16 +92,28 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
                 ),
             )
         } else {
-            judgement(Rejected, format!("the regression test still fails after the fix ({} of {} runs)", after.failures, after.runs))
+            judgement(
+                Rejected,
+                format!(
+                    "the regression test still fails after the fix ({} of {} runs)",
+                    after.failures, after.runs
+                ),
+            )
         };
     }
     if after.other > 0 {
-        return judgement(Rejected, "after the fix the regression test fails for another reason");
+        return judgement(
+            Rejected,
+            "after the fix the regression test fails for another reason",
+        );
     }
     if after.passes() < required_passes_after {
         return judgement(
             Inconclusive,
-            format!("only {} clean runs after the fix; {required_passes_after} needed for a flaky failure", after.passes()),
+            format!(
+                "only {} clean runs after the fix; {required_passes_after} needed for a flaky failure",
+                after.passes()
+            ),
         );
     }
     let Some(existing) = counts(Step::ExistingTests) else {
@@ -122,8 +153,19 @@ mod tests {
     }
 
     fn batch(step: Step, runs: u32, failures: u32) -> Experiment {
-        let outcome = if failures > 0 { Outcome::Fail } else { Outcome::Pass };
-        Experiment { counts: Some(RunCounts { runs, failures, other: 0 }), ..exp(step, outcome) }
+        let outcome = if failures > 0 {
+            Outcome::Fail
+        } else {
+            Outcome::Pass
+        };
+        Experiment {
+            counts: Some(RunCounts {
+                runs,
+                failures,
+                other: 0,
+            }),
+            ..exp(step, outcome)
+        }
     }
 
     fn full(after: Outcome, existing: Outcome) -> Vec<Experiment> {
@@ -137,23 +179,35 @@ mod tests {
 
     #[test]
     fn all_four_parts_verify() {
-        assert_eq!(judge_fix(&full(Outcome::Pass, Outcome::Pass), 1).status, Verified);
+        assert_eq!(
+            judge_fix(&full(Outcome::Pass, Outcome::Pass), 1).status,
+            Verified
+        );
     }
 
     #[test]
     fn still_failing_after_the_fix_rejects() {
-        assert_eq!(judge_fix(&full(Outcome::Fail, Outcome::Pass), 1).status, Rejected);
+        assert_eq!(
+            judge_fix(&full(Outcome::Fail, Outcome::Pass), 1).status,
+            Rejected
+        );
     }
 
     #[test]
     fn broken_existing_tests_reject() {
-        assert_eq!(judge_fix(&full(Outcome::Pass, Outcome::Fail), 1).status, Rejected);
+        assert_eq!(
+            judge_fix(&full(Outcome::Pass, Outcome::Fail), 1).status,
+            Rejected
+        );
     }
 
     #[test]
     fn a_timeout_blocks() {
         let mut experiments = full(Outcome::Pass, Outcome::Pass);
-        experiments[2] = Experiment { note: Some("timed out after 120 s".into()), ..exp(Step::RegressionAfter, Outcome::Blocked) };
+        experiments[2] = Experiment {
+            note: Some("timed out after 120 s".into()),
+            ..exp(Step::RegressionAfter, Outcome::Blocked)
+        };
         let j = judge_fix(&experiments, 1);
         assert_eq!(j.status, Blocked);
         assert!(j.reason.contains("timed out"));
@@ -161,7 +215,10 @@ mod tests {
 
     #[test]
     fn missing_evidence_is_inconclusive() {
-        let experiments = vec![exp(Step::Reproduction, Outcome::Fail), exp(Step::RegressionBefore, Outcome::Fail)];
+        let experiments = vec![
+            exp(Step::Reproduction, Outcome::Fail),
+            exp(Step::RegressionBefore, Outcome::Fail),
+        ];
         assert_eq!(judge_fix(&experiments, 1).status, Inconclusive);
         assert_eq!(judge_fix(&[], 1).status, Inconclusive);
     }

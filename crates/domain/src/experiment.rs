@@ -74,7 +74,11 @@ impl RunCounts {
     }
     pub fn failure_rate(&self) -> f64 {
         let judged = self.failures + self.passes();
-        if judged == 0 { 0.0 } else { f64::from(self.failures) / f64::from(judged) }
+        if judged == 0 {
+            0.0
+        } else {
+            f64::from(self.failures) / f64::from(judged)
+        }
     }
 }
 
@@ -127,7 +131,11 @@ pub fn trim_output(text: &str, max_bytes: usize) -> String {
         tail_start += 1;
     }
     let cut = tail_start - head_end;
-    format!("{}\n[... {cut} bytes trimmed ...]\n{}", &text[..head_end], &text[tail_start..])
+    format!(
+        "{}\n[... {cut} bytes trimmed ...]\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    )
 }
 
 #[cfg(test)]
@@ -137,10 +145,18 @@ mod tests {
     #[test]
     fn counts_separate_other_failures() {
         let mut counts = RunCounts::default();
-        for outcome in [Outcome::Fail, Outcome::Pass, Outcome::Pass, Outcome::FailedDifferently] {
+        for outcome in [
+            Outcome::Fail,
+            Outcome::Pass,
+            Outcome::Pass,
+            Outcome::FailedDifferently,
+        ] {
             counts.record(outcome);
         }
-        assert_eq!((counts.runs, counts.failures, counts.passes(), counts.other), (4, 1, 2, 1));
+        assert_eq!(
+            (counts.runs, counts.failures, counts.passes(), counts.other),
+            (4, 1, 2, 1)
+        );
         assert!((counts.failure_rate() - 1.0 / 3.0).abs() < 1e-9);
     }
 

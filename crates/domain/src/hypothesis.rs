@@ -121,7 +121,13 @@ pub struct Hypothesis {
 }
 
 impl Hypothesis {
-    pub fn new(id: HypothesisId, number: u32, agent: AgentKind, kind: HypothesisKind, summary: impl Into<String>) -> Self {
+    pub fn new(
+        id: HypothesisId,
+        number: u32,
+        agent: AgentKind,
+        kind: HypothesisKind,
+        summary: impl Into<String>,
+    ) -> Self {
         Self {
             id,
             number,
@@ -141,6 +147,9 @@ impl Hypothesis {
 
     /// Lines added plus lines removed by the patch; 0 without one.
     pub fn patch_size(&self) -> usize {
-        self.patch.as_deref().map(crate::patch::changed_line_count).unwrap_or(0)
+        self.patch
+            .as_deref()
+            .map(crate::patch::changed_line_count)
+            .unwrap_or(0)
     }
 }

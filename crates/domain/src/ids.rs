@@ -46,7 +46,13 @@ impl fmt::Display for HypothesisId {
 pub fn hypothesis_branch(issue_id: &str, number: u32) -> String {
     let safe: String = issue_id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     format!("ai-debug/{safe}-h{number}")
 }

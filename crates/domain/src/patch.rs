@@ -41,7 +41,10 @@ fn parse_range(s: &str) -> (u32, u32) {
 fn strip_prefix(path: &str) -> String {
     let path = path.split('\t').next().unwrap_or(path);
     let path = path.trim_matches('"');
-    path.strip_prefix("a/").or_else(|| path.strip_prefix("b/")).unwrap_or(path).to_string()
+    path.strip_prefix("a/")
+        .or_else(|| path.strip_prefix("b/"))
+        .unwrap_or(path)
+        .to_string()
 }
 
 /// Splits a `git diff` into file patches. Text before the first `diff --git` is ignored.
@@ -53,18 +56,40 @@ pub fn parse(diff: &str) -> Result<Vec<FilePatch>> {
             let (a, b) = rest
                 .split_once(" b/")
                 .map(|(a, b)| (strip_prefix(a), b.to_string()))
-                .ok_or_else(|| Error::invalid(format!("malformed diff header: {}", line.trim_end())))?;
-            files.push(FilePatch { old_path: a, new_path: b, header: line.to_string(), hunks: Vec::new(), modes: Vec::new() });
+                .ok_or_else(|| {
+                    Error::invalid(format!("malformed diff header: {}", line.trim_end()))
+                })?;
+            files.push(FilePatch {
+                old_path: a,
+                new_path: b,
+                header: line.to_string(),
+                hunks: Vec::new(),
+                modes: Vec::new(),
+            });
             continue;
         }
-        let Some(file) = files.last_mut() else { continue };
+        let Some(file) = files.last_mut() else {
+            continue;
+        };
         if line.starts_with("@@") {
             let mut parts = line.split_whitespace().skip(1);
-            let old = parts.next().filter(|p| p.starts_with('-')).ok_or_else(|| Error::invalid("malformed hunk header"))?;
-            let new = parts.next().filter(|p| p.starts_with('+')).ok_or_else(|| Error::invalid("malformed hunk header"))?;
+            let old = parts
+                .next()
+                .filter(|p| p.starts_with('-'))
+                .ok_or_else(|| Error::invalid("malformed hunk header"))?;
+            let new = parts
+                .next()
+                .filter(|p| p.starts_with('+'))
+                .ok_or_else(|| Error::invalid("malformed hunk header"))?;
             let (old_start, old_len) = parse_range(old);
             let (new_start, new_len) = parse_range(new);
-            file.hunks.push(Hunk { old_start, old_len, new_start, new_len, text: line.to_string() });
+            file.hunks.push(Hunk {
+                old_start,
+                old_len,
+                new_start,
+                new_len,
+                text: line.to_string(),
+            });
         } else if let Some(hunk) = file.hunks.last_mut() {
             hunk.text.push_str(line);
         } else {
@@ -77,7 +102,12 @@ pub fn parse(diff: &str) -> Result<Vec<FilePatch>> {
             } else if let Some(p) = line.strip_prefix("rename from ") {
                 file.old_path = p.trim_end().to_string();
             }
-            for key in ["new file mode ", "old mode ", "new mode ", "deleted file mode "] {
+            for key in [
+                "new file mode ",
+                "old mode ",
+                "new mode ",
+                "deleted file mode ",
+            ] {
                 if let Some(mode) = line.strip_prefix(key) {
                     file.modes.push(mode.trim_end().to_string());
                 }
@@ -106,14 +136,20 @@ fn check_path(path: &str) -> Result<()> {
         return Ok(());
     }
     if path.is_empty() || path.starts_with('/') || path.starts_with('\\') || path.contains('\0') {
-        return Err(Error::invalid(format!("patch refused: path {path:?} is not relative to the repository")));
+        return Err(Error::invalid(format!(
+            "patch refused: path {path:?} is not relative to the repository"
+        )));
     }
     for component in path.split(['/', '\\']) {
         if component == ".." {
-            return Err(Error::invalid(format!("patch refused: path {path:?} leaves the repository")));
+            return Err(Error::invalid(format!(
+                "patch refused: path {path:?} leaves the repository"
+            )));
         }
         if component.eq_ignore_ascii_case(".git") {
-            return Err(Error::invalid(format!("patch refused: path {path:?} is inside .git")));
+            return Err(Error::invalid(format!(
+                "patch refused: path {path:?} is inside .git"
+            )));
         }
     }
     Ok(())
@@ -129,10 +165,16 @@ pub fn validate(files: &[FilePatch]) -> Result<()> {
         check_path(&f.old_path)?;
         check_path(&f.new_path)?;
         if f.modes.iter().any(|m| m.starts_with("120")) {
-            return Err(Error::invalid(format!("patch refused: {} would be a symlink", f.new_path)));
+            return Err(Error::invalid(format!(
+                "patch refused: {} would be a symlink",
+                f.new_path
+            )));
         }
         if f.modes.iter().any(|m| m.starts_with("160")) {
-            return Err(Error::invalid(format!("patch refused: {} changes a submodule", f.new_path)));
+            return Err(Error::invalid(format!(
+                "patch refused: {} changes a submodule",
+                f.new_path
+            )));
         }
     }
     Ok(())
@@ -154,7 +196,10 @@ pub fn touched_paths(files: &[FilePatch]) -> Vec<String> {
 /// Lines added plus removed.
 pub fn changed_line_count(diff: &str) -> usize {
     diff.lines()
-        .filter(|l| (l.starts_with('+') && !l.starts_with("+++")) || (l.starts_with('-') && !l.starts_with("---")))
+        .filter(|l| {
+            (l.starts_with('+') && !l.starts_with("+++"))
+                || (l.starts_with('-') && !l.starts_with("---"))
+        })
         .count()
 }
 
@@ -170,7 +215,10 @@ mod tests {
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].new_path, "app.py");
         assert_eq!(files[0].hunks.len(), 2);
-        assert_eq!((files[0].hunks[1].old_start, files[0].hunks[1].old_len), (10, 1));
+        assert_eq!(
+            (files[0].hunks[1].old_start, files[0].hunks[1].old_len),
+            (10, 1)
+        );
         assert_eq!(render(&files), TWO_FILES);
         assert_eq!(changed_line_count(TWO_FILES), 6);
     }

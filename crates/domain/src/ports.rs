@@ -21,7 +21,11 @@ pub struct CommandSpec {
 
 impl CommandSpec {
     pub fn display(&self) -> String {
-        let mut parts: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={}", shell_words::quote(v))).collect();
+        let mut parts: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_words::quote(v)))
+            .collect();
         parts.push(shell_words::join(&self.argv));
         parts.join(" ")
     }
@@ -69,7 +73,12 @@ pub trait SandboxProvider: Send + Sync {
 /// Where investigations live.
 #[async_trait::async_trait]
 pub trait InvestigationStore: Send + Sync {
-    async fn create(&self, id: &InvestigationId, repository: &str, test_command: &str) -> Result<()>;
+    async fn create(
+        &self,
+        id: &InvestigationId,
+        repository: &str,
+        test_command: &str,
+    ) -> Result<()>;
     /// Persists a transition; fails with Conflict when the stored state is not `transition.from`.
     async fn transition(&self, id: &InvestigationId, transition: &Transition) -> Result<()>;
     /// Stores the final report (hypotheses and experiments included).

@@ -75,7 +75,11 @@ pub struct InvestigationSummary {
 }
 
 fn fence(text: &str) -> String {
-    let longest = text.split('\n').map(|l| l.chars().take_while(|c| *c == '`').count()).max().unwrap_or(0);
+    let longest = text
+        .split('\n')
+        .map(|l| l.chars().take_while(|c| *c == '`').count())
+        .max()
+        .unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
 }
 
@@ -94,9 +98,17 @@ impl Report {
         if let Some(failure) = &self.failure {
             let _ = writeln!(md, "- **Failure:** {failure}");
         }
-        let _ = writeln!(md, "- **Duration:** {:.1} s", self.duration_ms as f64 / 1000.0);
+        let _ = writeln!(
+            md,
+            "- **Duration:** {:.1} s",
+            self.duration_ms as f64 / 1000.0
+        );
         if let Some(c) = &self.culprit {
-            let _ = writeln!(md, "\n## Culprit\n\n`{}` {}\n\nby {} on {}", c.commit, c.summary, c.author, c.date);
+            let _ = writeln!(
+                md,
+                "\n## Culprit\n\n`{}` {}\n\nby {} on {}",
+                c.commit, c.summary, c.author, c.date
+            );
         }
         if let Some(f) = &self.flaky {
             let _ = writeln!(
@@ -107,7 +119,11 @@ impl Report {
                 f.failure_rate * 100.0,
                 f.interval.0 * 100.0,
                 f.interval.1 * 100.0,
-                if f.confident { "" } else { "; the run cap ended the re-runs before the configured confidence" }
+                if f.confident {
+                    ""
+                } else {
+                    "; the run cap ended the re-runs before the configured confidence"
+                }
             );
         }
         if let Some(b) = &self.bisect {
@@ -117,7 +133,11 @@ impl Report {
                 b.candidates, b.rounds, b.test_runs, b.parallelism, b.confidence
             );
             if !b.untestable.is_empty() {
-                let _ = writeln!(md, "\nRouted around {} untestable commits (they fail differently).", b.untestable.len());
+                let _ = writeln!(
+                    md,
+                    "\nRouted around {} untestable commits (they fail differently).",
+                    b.untestable.len()
+                );
             }
             if !b.ambiguous.is_empty() {
                 let _ = writeln!(md, "\nCould not separate: {}", b.ambiguous.join(", "));
@@ -127,7 +147,10 @@ impl Report {
             }
         }
         let _ = writeln!(md, "\n## Hypotheses\n");
-        let _ = writeln!(md, "| # | agent | kind | status | summary | reason |\n|---|---|---|---|---|---|");
+        let _ = writeln!(
+            md,
+            "| # | agent | kind | status | summary | reason |\n|---|---|---|---|---|---|"
+        );
         for h in &self.hypotheses {
             let winner = self.winner.as_ref().is_some_and(|w| w.id == h.id);
             let _ = writeln!(
@@ -148,7 +171,10 @@ impl Report {
                 let _ = writeln!(md, "Branch: `{branch}`\n");
             }
             if !h.experiments.is_empty() {
-                let _ = writeln!(md, "| step | command | revision | exit | runs (fail) | duration | outcome | sandbox |\n|---|---|---|---|---|---|---|---|");
+                let _ = writeln!(
+                    md,
+                    "| step | command | revision | exit | runs (fail) | duration | outcome | sandbox |\n|---|---|---|---|---|---|---|---|"
+                );
                 for e in &h.experiments {
                     let counts = e.effective_counts();
                     let _ = writeln!(
@@ -157,19 +183,29 @@ impl Report {
                         e.step.as_str(),
                         e.command.replace('|', "\\|"),
                         &e.revision[..e.revision.len().min(12)],
-                        e.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                        e.exit_code
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "-".into()),
                         counts.runs,
                         counts.failures,
                         e.duration_ms,
                         e.outcome,
-                        e.note.as_deref().map(|n| format!(": {}", n.replace('|', "\\|"))).unwrap_or_default(),
+                        e.note
+                            .as_deref()
+                            .map(|n| format!(": {}", n.replace('|', "\\|")))
+                            .unwrap_or_default(),
                         e.sandbox
                     );
                 }
             }
             if let Some(patch) = &h.patch {
                 let f = fence(patch);
-                let _ = writeln!(md, "\n{f}diff\n{}{}{f}", patch, if patch.ends_with('\n') { "" } else { "\n" });
+                let _ = writeln!(
+                    md,
+                    "\n{f}diff\n{}{}{f}",
+                    patch,
+                    if patch.ends_with('\n') { "" } else { "\n" }
+                );
             }
         }
         if !self.notes.is_empty() {

@@ -23,15 +23,23 @@ pub fn detect(argv: &[String]) -> Runner {
     let first = words.first().map(String::as_str).unwrap_or("");
     match first {
         "pytest" | "py.test" => return Runner::Pytest,
-        "cargo" if words.get(1).is_some_and(|w| w == "test" || w == "nextest") => return Runner::CargoTest,
+        "cargo" if words.get(1).is_some_and(|w| w == "test" || w == "nextest") => {
+            return Runner::CargoTest;
+        }
         "go" if words.get(1).is_some_and(|w| w == "test") => return Runner::GoTest,
         "jest" => return Runner::Jest,
         _ => {}
     }
-    if first.starts_with("python") && words.get(1).is_some_and(|w| w == "-m") && words.get(2).is_some_and(|w| w == "pytest") {
+    if first.starts_with("python")
+        && words.get(1).is_some_and(|w| w == "-m")
+        && words.get(2).is_some_and(|w| w == "pytest")
+    {
         return Runner::Pytest;
     }
-    if first.starts_with("python") && words.get(1).is_some_and(|w| w == "-m") && words.get(2).is_some_and(|w| w == "unittest") {
+    if first.starts_with("python")
+        && words.get(1).is_some_and(|w| w == "-m")
+        && words.get(2).is_some_and(|w| w == "unittest")
+    {
         return Runner::Unittest;
     }
     if first == "npx" && words.get(1).is_some_and(|w| w == "jest") {
@@ -40,10 +48,15 @@ pub fn detect(argv: &[String]) -> Runner {
     Runner::Unknown
 }
 
-static PYTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(FAILED|ERROR) (\S+)").unwrap());
-static UNITTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)").unwrap());
-static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^test (\S+) \.\.\. FAILED|^\s+FAIL \[[^\]]*\] (?:\S+ )?(\S+)").unwrap());
-static GO_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*--- FAIL: (\S+)").unwrap());
+static PYTEST_FAILED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^(FAILED|ERROR) (\S+)").unwrap());
+static UNITTEST_FAILED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)").unwrap());
+static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^test (\S+) \.\.\. FAILED|^\s+FAIL \[[^\]]*\] (?:\S+ )?(\S+)").unwrap()
+});
+static GO_FAILED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^\s*--- FAIL: (\S+)").unwrap());
 static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*● (.+?)\s*$").unwrap());
 
 /// Identifiers of the failing tests named in the output, in order of appearance.
@@ -66,7 +79,11 @@ pub fn failing_tests(runner: Runner, output: &str) -> Vec<String> {
             for c in UNITTEST_FAILED.captures_iter(output) {
                 let (name, scope) = (&c[1], &c[2]);
                 // Python 3.11+ prints the full id in parentheses, older versions the class.
-                let id = if scope.ends_with(&format!(".{name}")) { scope.to_string() } else { format!("{scope}.{name}") };
+                let id = if scope.ends_with(&format!(".{name}")) {
+                    scope.to_string()
+                } else {
+                    format!("{scope}.{name}")
+                };
                 push(id);
             }
         }
@@ -124,13 +141,21 @@ pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<Str
             Some(out)
         }
         Runner::CargoTest => {
-            let mut out: Vec<String> = argv.iter().take_while(|a| a.as_str() != "--").cloned().collect();
+            let mut out: Vec<String> = argv
+                .iter()
+                .take_while(|a| a.as_str() != "--")
+                .cloned()
+                .collect();
             out.push(test_id.to_string());
             out.extend(["--".to_string(), "--exact".to_string()]);
             Some(out)
         }
         Runner::GoTest => {
-            let mut out: Vec<String> = argv.iter().filter(|a| !a.starts_with("-run")).cloned().collect();
+            let mut out: Vec<String> = argv
+                .iter()
+                .filter(|a| !a.starts_with("-run"))
+                .cloned()
+                .collect();
             out.insert(2, format!("-run=^{}$", regex::escape(test_id)));
             Some(out)
         }
@@ -154,26 +179,62 @@ mod tests {
         assert_eq!(detect(&argv("go test ./...")), Runner::GoTest);
         assert_eq!(detect(&argv("npx jest")), Runner::Jest);
         assert_eq!(detect(&argv("python3 test_app.py")), Runner::Unknown);
-        assert_eq!(detect(&argv("python3 -m unittest test_shop")), Runner::Unittest);
+        assert_eq!(
+            detect(&argv("python3 -m unittest test_shop")),
+            Runner::Unittest
+        );
     }
 
     #[test]
     fn parses_failing_tests() {
         let pytest = "....\n=== short test summary info ===\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\nERROR tests/test_b.py\n";
-        assert_eq!(failing_tests(Runner::Pytest, pytest), vec!["tests/test_a.py::test_x", "ERROR tests/test_b.py"]);
+        assert_eq!(
+            failing_tests(Runner::Pytest, pytest),
+            vec!["tests/test_a.py::test_x", "ERROR tests/test_b.py"]
+        );
         let cargo = "test math::adds ... ok\ntest math::subtracts ... FAILED\n";
-        assert_eq!(failing_tests(Runner::CargoTest, cargo), vec!["math::subtracts"]);
-        let go = "=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n    --- FAIL: TestAdd/neg (0.00s)\n";
-        assert_eq!(failing_tests(Runner::GoTest, go), vec!["TestAdd", "TestAdd/neg"]);
-        let unittest = "FAIL: test_b (test_shop.ShopTest.test_b)\n---\nERROR: test_c (test_shop.ShopTest)\n";
-        assert_eq!(failing_tests(Runner::Unittest, unittest), vec!["test_shop.ShopTest.test_b", "test_shop.ShopTest.test_c"]);
+        assert_eq!(
+            failing_tests(Runner::CargoTest, cargo),
+            vec!["math::subtracts"]
+        );
+        let go =
+            "=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n    --- FAIL: TestAdd/neg (0.00s)\n";
+        assert_eq!(
+            failing_tests(Runner::GoTest, go),
+            vec!["TestAdd", "TestAdd/neg"]
+        );
+        let unittest =
+            "FAIL: test_b (test_shop.ShopTest.test_b)\n---\nERROR: test_c (test_shop.ShopTest)\n";
+        assert_eq!(
+            failing_tests(Runner::Unittest, unittest),
+            vec!["test_shop.ShopTest.test_b", "test_shop.ShopTest.test_c"]
+        );
     }
 
     #[test]
     fn isolates_one_test() {
-        assert_eq!(isolate(Runner::Pytest, &argv("python3 -m pytest -q tests"), "tests/t.py::test_x").unwrap(), argv("python3 -m pytest -q tests/t.py::test_x"));
-        assert_eq!(isolate(Runner::CargoTest, &argv("cargo test -p a"), "m::t").unwrap(), argv("cargo test -p a m::t -- --exact"));
-        assert_eq!(isolate(Runner::Unittest, &argv("python3 -m unittest -v test_shop"), "test_shop.T.test_b").unwrap(), argv("python3 -m unittest -v test_shop.T.test_b"));
+        assert_eq!(
+            isolate(
+                Runner::Pytest,
+                &argv("python3 -m pytest -q tests"),
+                "tests/t.py::test_x"
+            )
+            .unwrap(),
+            argv("python3 -m pytest -q tests/t.py::test_x")
+        );
+        assert_eq!(
+            isolate(Runner::CargoTest, &argv("cargo test -p a"), "m::t").unwrap(),
+            argv("cargo test -p a m::t -- --exact")
+        );
+        assert_eq!(
+            isolate(
+                Runner::Unittest,
+                &argv("python3 -m unittest -v test_shop"),
+                "test_shop.T.test_b"
+            )
+            .unwrap(),
+            argv("python3 -m unittest -v test_shop.T.test_b")
+        );
         assert!(isolate(Runner::Unknown, &argv("python3 t.py"), "x").is_none());
         assert!(isolate(Runner::Pytest, &argv("pytest"), "ERROR tests/t.py").is_none());
     }

@@ -29,7 +29,14 @@ pub struct SequentialConfig {
 
 impl Default for SequentialConfig {
     fn default() -> Self {
-        Self { alpha: 0.01, beta: 0.01, flaky_max: 0.75, flaky_min: 0.05, rate_half_width: 0.15, max_runs: 50 }
+        Self {
+            alpha: 0.01,
+            beta: 0.01,
+            flaky_max: 0.75,
+            flaky_min: 0.05,
+            rate_half_width: 0.15,
+            max_runs: 50,
+        }
     }
 }
 
@@ -39,14 +46,22 @@ pub const MAX_RUNS_CAP: u32 = 100;
 impl SequentialConfig {
     pub fn validate(&self) -> crate::Result<()> {
         let in_unit = |x: f64| x > 0.0 && x < 1.0;
-        if !(in_unit(self.alpha) && in_unit(self.beta) && in_unit(self.flaky_max) && in_unit(self.flaky_min)) {
-            return Err(crate::Error::invalid("sequential test probabilities must lie strictly between 0 and 1"));
+        if !(in_unit(self.alpha)
+            && in_unit(self.beta)
+            && in_unit(self.flaky_max)
+            && in_unit(self.flaky_min))
+        {
+            return Err(crate::Error::invalid(
+                "sequential test probabilities must lie strictly between 0 and 1",
+            ));
         }
         if self.flaky_min >= self.flaky_max {
             return Err(crate::Error::invalid("flaky_min must be below flaky_max"));
         }
         if self.max_runs == 0 || self.max_runs > MAX_RUNS_CAP {
-            return Err(crate::Error::invalid(format!("max_runs must be 1..={MAX_RUNS_CAP}")));
+            return Err(crate::Error::invalid(format!(
+                "max_runs must be 1..={MAX_RUNS_CAP}"
+            )));
         }
         Ok(())
     }
@@ -83,7 +98,13 @@ pub struct Classifier {
 
 impl Classifier {
     pub fn new(config: SequentialConfig) -> Self {
-        Self { config, runs: 0, failures: 0, llr_deterministic: 0.0, llr_never: 0.0 }
+        Self {
+            config,
+            runs: 0,
+            failures: 0,
+            llr_deterministic: 0.0,
+            llr_never: 0.0,
+        }
     }
 
     pub fn runs(&self) -> u32 {
@@ -119,15 +140,24 @@ impl Classifier {
         let max_runs = self.config.max_runs.min(MAX_RUNS_CAP);
         let (lo, hi) = (self.accept_h0(), self.accept_h1());
         if self.llr_deterministic <= lo {
-            return Some(Decision { behaviour: Behaviour::Deterministic, confident: true });
+            return Some(Decision {
+                behaviour: Behaviour::Deterministic,
+                confident: true,
+            });
         }
         if self.llr_never <= lo {
-            return Some(Decision { behaviour: Behaviour::NeverFails, confident: true });
+            return Some(Decision {
+                behaviour: Behaviour::NeverFails,
+                confident: true,
+            });
         }
         if self.llr_deterministic >= hi && self.llr_never >= hi {
             let (low, high) = wilson_interval(self.failures, self.runs, 1.96);
             if (high - low) / 2.0 <= self.config.rate_half_width {
-                return Some(Decision { behaviour: Behaviour::Flaky, confident: true });
+                return Some(Decision {
+                    behaviour: Behaviour::Flaky,
+                    confident: true,
+                });
             }
         }
         if self.runs >= max_runs {
@@ -139,8 +169,13 @@ impl Classifier {
                 Behaviour::Flaky
             };
             // Seeing both outcomes proves flakiness; only the rate's precision was short.
-            let confident = behaviour == Behaviour::Flaky && self.llr_deterministic >= hi && self.llr_never >= hi;
-            return Some(Decision { behaviour, confident });
+            let confident = behaviour == Behaviour::Flaky
+                && self.llr_deterministic >= hi
+                && self.llr_never >= hi;
+            return Some(Decision {
+                behaviour,
+                confident,
+            });
         }
         None
     }
@@ -203,7 +238,13 @@ mod tests {
     #[test]
     fn consecutive_failures_accept_deterministic_well_before_the_cap() {
         let (decision, runs) = run(std::iter::repeat(true).take(100));
-        assert_eq!(decision.unwrap(), Decision { behaviour: Behaviour::Deterministic, confident: true });
+        assert_eq!(
+            decision.unwrap(),
+            Decision {
+                behaviour: Behaviour::Deterministic,
+                confident: true
+            }
+        );
         assert!(runs < 25, "took {runs} runs");
     }
 
@@ -212,7 +253,10 @@ mod tests {
         let mut c = Classifier::new(SequentialConfig::default());
         c.record(true);
         c.record(false);
-        assert!(c.llr_deterministic >= c.accept_h1(), "one pass rules out deterministic");
+        assert!(
+            c.llr_deterministic >= c.accept_h1(),
+            "one pass rules out deterministic"
+        );
         c.record(true);
         assert!(c.llr_deterministic >= c.accept_h1());
         assert!(c.llr_never >= c.accept_h1());
@@ -222,12 +266,21 @@ mod tests {
     fn only_passes_end_at_the_cap_unconfident_with_default_budget() {
         let (decision, runs) = run(std::iter::repeat(false).take(100));
         assert_eq!(runs, 50);
-        assert_eq!(decision.unwrap(), Decision { behaviour: Behaviour::NeverFails, confident: false });
+        assert_eq!(
+            decision.unwrap(),
+            Decision {
+                behaviour: Behaviour::NeverFails,
+                confident: false
+            }
+        );
     }
 
     #[test]
     fn only_passes_reach_confidence_with_a_larger_budget() {
-        let mut c = Classifier::new(SequentialConfig { max_runs: 100, ..Default::default() });
+        let mut c = Classifier::new(SequentialConfig {
+            max_runs: 100,
+            ..Default::default()
+        });
         while c.decision().is_none() {
             c.record(false);
         }
@@ -263,7 +316,10 @@ mod tests {
     #[test]
     fn config_validation_names_the_problem() {
         assert!(SequentialConfig::default().validate().is_ok());
-        let bad = SequentialConfig { max_runs: 101, ..Default::default() };
+        let bad = SequentialConfig {
+            max_runs: 101,
+            ..Default::default()
+        };
         assert!(bad.validate().unwrap_err().message.contains("max_runs"));
     }
 }

@@ -21,7 +21,8 @@ pub struct FailureSignature {
 static ERROR_TYPE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^(?:E\s+|\s*(?:[\w.]+\.)?)?([A-Z][A-Za-z0-9_]*(?:Error|Exception|Failure|Interrupt|Exit))\b(?::|$)").unwrap()
 });
-static RUST_PANIC: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)panicked at|^panic: ").unwrap());
+static RUST_PANIC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)panicked at|^panic: ").unwrap());
 static NOISE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"0x[0-9a-fA-F]+|\b\d+(\.\d+)?(ms|s)?\b|line \d+|:\d+(:\d+)?|/[^\s:]*/").unwrap()
 });
@@ -30,7 +31,10 @@ impl FailureSignature {
     /// Extracts the signature of a failed run's output.
     pub fn from_output(runner: Runner, output: &str) -> Self {
         let failing_tests = runner::failing_tests(runner, output).into_iter().collect();
-        let mut error_types: BTreeSet<String> = ERROR_TYPE.captures_iter(output).map(|c| c[1].to_string()).collect();
+        let mut error_types: BTreeSet<String> = ERROR_TYPE
+            .captures_iter(output)
+            .map(|c| c[1].to_string())
+            .collect();
         if RUST_PANIC.is_match(output) {
             error_types.insert("panic".into());
         }
@@ -41,7 +45,11 @@ impl FailureSignature {
             .find(|l| !l.is_empty() && !l.starts_with('=') && !l.starts_with('-'))
             .map(|l| NOISE.replace_all(l, "#").into_owned())
             .unwrap_or_default();
-        Self { failing_tests, error_types, tail }
+        Self {
+            failing_tests,
+            error_types,
+            tail,
+        }
     }
 
     /// Whether `other` (a probe's failure) is the same failure as `self` (the baseline).
@@ -50,13 +58,20 @@ impl FailureSignature {
     /// types, they must share one; otherwise the normalised last lines must agree.
     pub fn matches(&self, other: &FailureSignature) -> bool {
         if !self.failing_tests.is_empty() {
-            let shares_test = self.failing_tests.iter().any(|t| !t.starts_with("ERROR ") && other.failing_tests.contains(t));
+            let shares_test = self
+                .failing_tests
+                .iter()
+                .any(|t| !t.starts_with("ERROR ") && other.failing_tests.contains(t));
             if !shares_test {
                 return false;
             }
         }
         if !self.error_types.is_empty() {
-            return self.error_types.intersection(&other.error_types).next().is_some();
+            return self
+                .error_types
+                .intersection(&other.error_types)
+                .next()
+                .is_some();
         }
         if !self.failing_tests.is_empty() {
             return true;
@@ -68,10 +83,22 @@ impl FailureSignature {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.failing_tests.is_empty() {
-            parts.push(self.failing_tests.iter().cloned().collect::<Vec<_>>().join(", "));
+            parts.push(
+                self.failing_tests
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
         }
         if !self.error_types.is_empty() {
-            parts.push(self.error_types.iter().cloned().collect::<Vec<_>>().join(", "));
+            parts.push(
+                self.error_types
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
         }
         if parts.is_empty() {
             parts.push(self.tail.clone());
@@ -83,13 +110,21 @@ impl FailureSignature {
 /// Files named in a traceback or panic message, repository-relative where possible.
 /// Used to pick the culprit hunks that touch the failing path.
 pub fn files_in_output(output: &str) -> BTreeSet<String> {
-    static PY_FRAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"File "([^"]+)", line \d+"#).unwrap());
-    static GENERIC: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"([\w./-]+\.(?:py|rs|go|js|ts|java|kt|rb|c|cc|cpp|h)):\d+").unwrap());
+    static PY_FRAME: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"File "([^"]+)", line \d+"#).unwrap());
+    static GENERIC: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"([\w./-]+\.(?:py|rs|go|js|ts|java|kt|rb|c|cc|cpp|h)):\d+").unwrap()
+    });
     let mut files = BTreeSet::new();
-    for c in PY_FRAME.captures_iter(output).chain(GENERIC.captures_iter(output)) {
+    for c in PY_FRAME
+        .captures_iter(output)
+        .chain(GENERIC.captures_iter(output))
+    {
         let path = c[1].trim_start_matches("./").to_string();
-        if !path.contains("site-packages") && !path.starts_with("/usr/") && !path.contains("/rustc/") {
+        if !path.contains("site-packages")
+            && !path.starts_with("/usr/")
+            && !path.contains("/rustc/")
+        {
             files.insert(path);
         }
     }
@@ -106,7 +141,8 @@ mod tests {
     #[test]
     fn same_failure_matches_across_line_numbers() {
         let a = FailureSignature::from_output(Runner::Unknown, ASSERTION);
-        let b = FailureSignature::from_output(Runner::Unknown, &ASSERTION.replace("line 9", "line 42"));
+        let b =
+            FailureSignature::from_output(Runner::Unknown, &ASSERTION.replace("line 9", "line 42"));
         assert!(a.matches(&b));
         assert_eq!(a.error_types.iter().next().unwrap(), "AssertionError");
     }
@@ -120,10 +156,20 @@ mod tests {
 
     #[test]
     fn pytest_failures_must_name_the_same_test() {
-        let base = FailureSignature::from_output(Runner::Pytest, "E   AssertionError\nFAILED tests/t.py::test_a - AssertionError\n");
-        let same = FailureSignature::from_output(Runner::Pytest, "E   AssertionError: x\nFAILED tests/t.py::test_a - AssertionError: x\n");
-        let other = FailureSignature::from_output(Runner::Pytest, "E   AssertionError\nFAILED tests/t.py::test_b - AssertionError\n");
-        let collection = FailureSignature::from_output(Runner::Pytest, "E   ImportError\nERROR tests/t.py\n");
+        let base = FailureSignature::from_output(
+            Runner::Pytest,
+            "E   AssertionError\nFAILED tests/t.py::test_a - AssertionError\n",
+        );
+        let same = FailureSignature::from_output(
+            Runner::Pytest,
+            "E   AssertionError: x\nFAILED tests/t.py::test_a - AssertionError: x\n",
+        );
+        let other = FailureSignature::from_output(
+            Runner::Pytest,
+            "E   AssertionError\nFAILED tests/t.py::test_b - AssertionError\n",
+        );
+        let collection =
+            FailureSignature::from_output(Runner::Pytest, "E   ImportError\nERROR tests/t.py\n");
         assert!(base.matches(&same));
         assert!(!base.matches(&other));
         assert!(!base.matches(&collection));
@@ -131,14 +177,22 @@ mod tests {
 
     #[test]
     fn rust_panics_are_typed() {
-        let sig = FailureSignature::from_output(Runner::CargoTest, "thread 'm::t' panicked at src/lib.rs:3:5:\nboom\ntest m::t ... FAILED\n");
+        let sig = FailureSignature::from_output(
+            Runner::CargoTest,
+            "thread 'm::t' panicked at src/lib.rs:3:5:\nboom\ntest m::t ... FAILED\n",
+        );
         assert!(sig.error_types.contains("panic"));
         assert!(sig.failing_tests.contains("m::t"));
     }
 
     #[test]
     fn finds_files_in_tracebacks() {
-        let files = files_in_output("  File \"app/calc.py\", line 3, in add\n  File \"/usr/lib/python3/x.py\", line 1\nsrc/lib.rs:10:5\n");
-        assert_eq!(files.into_iter().collect::<Vec<_>>(), vec!["app/calc.py", "src/lib.rs"]);
+        let files = files_in_output(
+            "  File \"app/calc.py\", line 3, in add\n  File \"/usr/lib/python3/x.py\", line 1\nsrc/lib.rs:10:5\n",
+        );
+        assert_eq!(
+            files.into_iter().collect::<Vec<_>>(),
+            vec!["app/calc.py", "src/lib.rs"]
+        );
     }
 }

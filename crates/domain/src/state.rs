@@ -82,7 +82,9 @@ impl InvestigationState {
         if self.can_move_to(next) {
             Ok(next)
         } else {
-            Err(Error::conflict(format!("illegal investigation transition {self} -> {next}")))
+            Err(Error::conflict(format!(
+                "illegal investigation transition {self} -> {next}"
+            )))
         }
     }
 }
@@ -119,7 +121,15 @@ mod tests {
 
     #[test]
     fn happy_path_is_legal() {
-        let path = [Created, ContextLoading, Investigating, Verifying, Arbitrating, WaitingForReview, Approved];
+        let path = [
+            Created,
+            ContextLoading,
+            Investigating,
+            Verifying,
+            Arbitrating,
+            WaitingForReview,
+            Approved,
+        ];
         for pair in path.windows(2) {
             assert!(pair[0].can_move_to(pair[1]), "{} -> {}", pair[0], pair[1]);
         }
@@ -136,7 +146,10 @@ mod tests {
 
     #[test]
     fn any_live_state_can_fail_or_block() {
-        for state in InvestigationState::ALL.into_iter().filter(|s| !s.is_terminal()) {
+        for state in InvestigationState::ALL
+            .into_iter()
+            .filter(|s| !s.is_terminal())
+        {
             assert!(state.can_move_to(Failed));
             assert!(state.can_move_to(Blocked));
         }
@@ -146,7 +159,10 @@ mod tests {
     fn names_round_trip() {
         for state in InvestigationState::ALL {
             assert_eq!(state.as_str().parse::<InvestigationState>().unwrap(), state);
-            assert_eq!(serde_json::to_string(&state).unwrap(), format!("\"{}\"", state.as_str()));
+            assert_eq!(
+                serde_json::to_string(&state).unwrap(),
+                format!("\"{}\"", state.as_str())
+            );
         }
     }
 }

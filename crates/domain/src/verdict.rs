@@ -34,7 +34,11 @@ impl Verdict {
 /// Derives the verdict from the winner and the measured behaviour at the bad revision.
 /// A verified fix names a regression; otherwise the strongest verified
 /// classification wins; otherwise the behaviour measured by re-runs.
-pub fn decide(winner: Option<&Hypothesis>, hypotheses: &[Hypothesis], behaviour: Behaviour) -> Verdict {
+pub fn decide(
+    winner: Option<&Hypothesis>,
+    hypotheses: &[Hypothesis],
+    behaviour: Behaviour,
+) -> Verdict {
     if let Some(w) = winner.filter(|w| w.status == HypothesisStatus::Verified) {
         match w.kind {
             HypothesisKind::Revert | HypothesisKind::Patch => return Verdict::Regression,
@@ -43,14 +47,20 @@ pub fn decide(winner: Option<&Hypothesis>, hypotheses: &[Hypothesis], behaviour:
             HypothesisKind::Flaky => return Verdict::Flaky,
         }
     }
-    let verified = |kind| hypotheses.iter().any(|h| h.kind == kind && h.status == HypothesisStatus::Verified);
+    let verified = |kind| {
+        hypotheses
+            .iter()
+            .any(|h| h.kind == kind && h.status == HypothesisStatus::Verified)
+    };
     if verified(HypothesisKind::EnvironmentDependent) {
         return Verdict::EnvironmentDependent;
     }
     match behaviour {
         Behaviour::NeverFails => Verdict::NotReproduced,
         Behaviour::Flaky => Verdict::Flaky,
-        Behaviour::Deterministic if verified(HypothesisKind::OrderDependent) => Verdict::OrderDependent,
+        Behaviour::Deterministic if verified(HypothesisKind::OrderDependent) => {
+            Verdict::OrderDependent
+        }
         Behaviour::Deterministic => Verdict::Deterministic,
     }
 }

@@ -330,3 +330,35 @@ async fn a_hanging_test_is_killed_and_blocks_with_the_reason() {
     );
     assert_clean(&s, &[]);
 }
+
+#[tokio::test]
+async fn a_regression_that_fails_only_sometimes_is_found_with_a_confidence() {
+    let s = scenarios::flaky_regression(12, 8, 0.6);
+    let (engine, _) = engine(|c| c.good_miss_probability = 0.001).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(
+        report.verdict,
+        Verdict::Regression,
+        "{}",
+        report.to_markdown()
+    );
+    assert_eq!(report.culprit.unwrap().commit, s.culprit.unwrap());
+    let flaky = report.flaky.expect("the failure rate is reported");
+    assert!(flaky.failures > 0 && flaky.failures < flaky.runs);
+    let bisect = report.bisect.unwrap();
+    assert!(
+        bisect.confidence > 0.95 && bisect.confidence < 1.0,
+        "confidence {}",
+        bisect.confidence
+    );
+    let winner = report.winner.unwrap();
+    let after = winner
+        .experiments
+        .iter()
+        .find(|e| e.step == tracelab_domain::experiment::Step::RegressionAfter)
+        .unwrap();
+    assert!(
+        after.effective_counts().runs >= 5,
+        "a flaky failure needs several clean runs after the fix"
+    );
+}

@@ -20,7 +20,10 @@ pub struct FixtureRepo {
 impl FixtureRepo {
     /// An empty repository on branch `main` with a fixed identity.
     pub fn new() -> Self {
-        let dir = tempfile::Builder::new().prefix("tracelab-fixture-").tempdir().expect("temp dir");
+        let dir = tempfile::Builder::new()
+            .prefix("tracelab-fixture-")
+            .tempdir()
+            .expect("temp dir");
         let repo = Self { dir, tick: 0 };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.git(&["config", "user.name", "Fixture Author"]);
@@ -44,11 +47,21 @@ impl FixtureRepo {
             .arg("-C")
             .arg(self.path())
             .args(args)
-            .env("GIT_AUTHOR_DATE", format!("2026-01-01T00:00:00Z +{}s", self.tick))
-            .env("GIT_COMMITTER_DATE", format!("2026-01-01T00:00:00Z +{}s", self.tick))
+            .env(
+                "GIT_AUTHOR_DATE",
+                format!("2026-01-01T00:00:00Z +{}s", self.tick),
+            )
+            .env(
+                "GIT_COMMITTER_DATE",
+                format!("2026-01-01T00:00:00Z +{}s", self.tick),
+            )
             .output()
             .expect("git runs");
-        assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -84,7 +97,11 @@ impl FixtureRepo {
             .env("GIT_COMMITTER_DATE", &date)
             .output()
             .expect("git commit runs");
-        assert!(out.status.success(), "commit failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "commit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         self.head()
     }
 
@@ -112,7 +129,11 @@ impl FixtureRepo {
             .env("GIT_COMMITTER_DATE", &date)
             .output()
             .expect("git merge runs");
-        assert!(out.status.success(), "merge failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "merge failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         self.head()
     }
 

@@ -15,7 +15,8 @@ pub struct Scenario {
     pub head: String,
 }
 
-const APP_GOOD: &str = "def add(a, b):\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n";
+const APP_GOOD: &str =
+    "def add(a, b):\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n";
 const APP_BAD: &str = "def add(a, b):\n    # Fast path for small numbers.\n    if a < 10 and b < 10:\n        return a + b + (1 if a == b else 0)\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n";
 const UTIL: &str = "def fmt(value):\n    return f\"<{value}>\"\n";
 const TEST_APP: &str = "from app import add\nfrom util import fmt\n\n\ndef test_add():\n    result = add(2, 2)\n    assert result == 4, f\"add(2, 2) returned {fmt(result)}\"\n\n\nif __name__ == \"__main__\":\n    test_add()\n    print(\"ok\")\n";
@@ -33,7 +34,14 @@ fn filler(repo: &mut FixtureRepo, i: usize) -> String {
 /// blames commit 4; a signature-aware search must blame 17.
 pub fn regression_behind_broken_range() -> Scenario {
     let mut repo = FixtureRepo::new();
-    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("util.py", UTIL), ("test_app.py", TEST_APP)]);
+    let root = repo.commit(
+        "Initial calculator",
+        &[
+            ("app.py", APP_GOOD),
+            ("util.py", UTIL),
+            ("test_app.py", TEST_APP),
+        ],
+    );
     let mut broken = Vec::new();
     let mut culprit = None;
     for i in 1..24 {
@@ -51,7 +59,14 @@ pub fn regression_behind_broken_range() -> Scenario {
         }
     }
     let head = repo.head();
-    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit, broken, head }
+    Scenario {
+        repo,
+        test_command: "python3 test_app.py".into(),
+        root,
+        culprit,
+        broken,
+        head,
+    }
 }
 
 /// A linear history of `commits` commits whose test sleeps `test_seconds`;
@@ -62,18 +77,31 @@ pub fn linear_regression(commits: usize, culprit_at: usize, test_seconds: f64) -
         "import time\nfrom app import add\n\ntime.sleep({test_seconds})\nassert add(2, 2) == 4, f\"add(2, 2) returned {{add(2, 2)}}\"\nprint(\"ok\")\n"
     );
     let mut repo = FixtureRepo::new();
-    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("test_app.py", &test)]);
+    let root = repo.commit(
+        "Initial calculator",
+        &[("app.py", APP_GOOD), ("test_app.py", &test)],
+    );
     let mut culprit = None;
     for i in 1..commits {
         if i == culprit_at {
             culprit = Some(repo.commit("Speed up add for small numbers", &[("app.py", APP_BAD)]));
         } else {
             let counter = format!("{i}\n");
-            repo.commit(&format!("Bump build counter to {i}"), &[("COUNTER", &counter)]);
+            repo.commit(
+                &format!("Bump build counter to {i}"),
+                &[("COUNTER", &counter)],
+            );
         }
     }
     let head = repo.head();
-    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit, broken: Vec::new(), head }
+    Scenario {
+        repo,
+        test_command: "python3 test_app.py".into(),
+        root,
+        culprit,
+        broken: Vec::new(),
+        head,
+    }
 }
 
 /// A test that fails with probability `rate` at every commit (no culprit).
@@ -87,7 +115,14 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
         filler(&mut repo, i);
     }
     let head = repo.head();
-    Scenario { repo, test_command: "python3 test_race.py".into(), root, culprit: None, broken: Vec::new(), head }
+    Scenario {
+        repo,
+        test_command: "python3 test_race.py".into(),
+        root,
+        culprit: None,
+        broken: Vec::new(),
+        head,
+    }
 }
 
 /// The regression is introduced on a feature branch that is merged into main.
@@ -99,10 +134,20 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
 /// ```
 pub fn regression_in_merged_branch() -> Scenario {
     let mut repo = FixtureRepo::new();
-    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("util.py", UTIL), ("test_app.py", TEST_APP)]);
+    let root = repo.commit(
+        "Initial calculator",
+        &[
+            ("app.py", APP_GOOD),
+            ("util.py", UTIL),
+            ("test_app.py", TEST_APP),
+        ],
+    );
     filler(&mut repo, 1);
     repo.branch("feature");
-    repo.commit("Feature: add scale docs", &[("docs/scale.md", "scale(x, f) multiplies\n")]);
+    repo.commit(
+        "Feature: add scale docs",
+        &[("docs/scale.md", "scale(x, f) multiplies\n")],
+    );
     let culprit = repo.commit("Feature: speed up add", &[("app.py", APP_BAD)]);
     repo.commit("Feature: more docs", &[("docs/add.md", "add(a, b) adds\n")]);
     repo.checkout("main");
@@ -111,18 +156,39 @@ pub fn regression_in_merged_branch() -> Scenario {
     repo.merge("feature", "Merge branch 'feature'");
     filler(&mut repo, 4);
     let head = repo.head();
-    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit: Some(culprit), broken: Vec::new(), head }
+    Scenario {
+        repo,
+        test_command: "python3 test_app.py".into(),
+        root,
+        culprit: Some(culprit),
+        broken: Vec::new(),
+        head,
+    }
 }
 
 /// The test passes at every commit.
 pub fn passing(commits: usize) -> Scenario {
     let mut repo = FixtureRepo::new();
-    let root = repo.commit("Initial calculator", &[("app.py", APP_GOOD), ("util.py", UTIL), ("test_app.py", TEST_APP)]);
+    let root = repo.commit(
+        "Initial calculator",
+        &[
+            ("app.py", APP_GOOD),
+            ("util.py", UTIL),
+            ("test_app.py", TEST_APP),
+        ],
+    );
     for i in 1..commits {
         filler(&mut repo, i);
     }
     let head = repo.head();
-    Scenario { repo, test_command: "python3 test_app.py".into(), root, culprit: None, broken: Vec::new(), head }
+    Scenario {
+        repo,
+        test_command: "python3 test_app.py".into(),
+        root,
+        culprit: None,
+        broken: Vec::new(),
+        head,
+    }
 }
 
 /// A test that only passes in UTC: it hard-codes a UTC hour for a timestamp
@@ -135,7 +201,14 @@ pub fn timezone_dependent(commits: usize) -> Scenario {
         filler(&mut repo, i);
     }
     let head = repo.head();
-    Scenario { repo, test_command: "python3 test_time.py".into(), root, culprit: None, broken: Vec::new(), head }
+    Scenario {
+        repo,
+        test_command: "python3 test_time.py".into(),
+        root,
+        culprit: None,
+        broken: Vec::new(),
+        head,
+    }
 }
 
 /// A unittest suite where `test_b` passes alone and fails after `test_a`
@@ -144,8 +217,52 @@ pub fn order_dependent() -> Scenario {
     let cache = "CACHE = {}\n\n\ndef price(item):\n    return CACHE.get(item, 10)\n";
     let tests = "import unittest\n\nimport shop\n\n\nclass ShopTest(unittest.TestCase):\n    def test_a_discount(self):\n        shop.CACHE[\"book\"] = 5\n        self.assertEqual(shop.price(\"book\"), 5)\n\n    def test_b_default_price(self):\n        self.assertEqual(shop.price(\"book\"), 10)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
     let mut repo = FixtureRepo::new();
-    let root = repo.commit("Shop with a price cache", &[("shop.py", cache), ("test_shop.py", tests)]);
+    let root = repo.commit(
+        "Shop with a price cache",
+        &[("shop.py", cache), ("test_shop.py", tests)],
+    );
     filler(&mut repo, 1);
     let head = repo.head();
-    Scenario { repo, test_command: "python3 -m unittest test_shop".into(), root, culprit: None, broken: Vec::new(), head }
+    Scenario {
+        repo,
+        test_command: "python3 -m unittest test_shop".into(),
+        root,
+        culprit: None,
+        broken: Vec::new(),
+        head,
+    }
+}
+
+/// A regression that makes the test fail only sometimes: from commit
+/// `culprit_at` on, `add` is wrong when a race is lost (probability `rate`).
+pub fn flaky_regression(commits: usize, culprit_at: usize, rate: f64) -> Scenario {
+    let racy = format!(
+        "import random\n\n\ndef add(a, b):\n    # Cache lookups race with writers.\n    if random.random() < {rate}:\n        return a + b + 1\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n"
+    );
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Initial calculator",
+        &[
+            ("app.py", APP_GOOD),
+            ("util.py", UTIL),
+            ("test_app.py", TEST_APP),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Cache add results", &[("app.py", &racy)]));
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    let head = repo.head();
+    Scenario {
+        repo,
+        test_command: "python3 test_app.py".into(),
+        root,
+        culprit,
+        broken: Vec::new(),
+        head,
+    }
 }

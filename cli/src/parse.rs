@@ -1,0 +1,84 @@
+//! `tracelab parse`: evidence in, redacted failures with signatures out.
+
+use crate::args::{Format, ParseArgs};
+use anyhow::Context as _;
+use std::io::Write;
+use std::process::ExitCode;
+use tracelab_ingest::{ParseOptions, Severity};
+
+pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
+    let mut options = ParseOptions {
+        repo_roots: args.repo_roots,
+        in_app_prefixes: args.in_app,
+        ..ParseOptions::default()
+    };
+    if let Some(path) = &args.redaction_key_file {
+        let key = std::fs::read(path)
+            .with_context(|| format!("cannot read the redaction key {}", path.display()))?;
+        let key = key.strip_suffix(b"\n").unwrap_or(&key).to_vec();
+        anyhow::ensure!(
+            key.len() >= 16,
+            "the redaction key in {} is shorter than 16 bytes",
+            path.display()
+        );
+        options.redaction_key = key;
+    }
+    let input = if args.input == "-" {
+        tracelab_ingest::read_bounded(std::io::stdin().lock(), &options.limits)
+            .context("cannot read standard input")?
+    } else {
+        let file = std::fs::File::open(&args.input)
+            .with_context(|| format!("cannot open {}", args.input))?;
+        tracelab_ingest::read_bounded(file, &options.limits)
+            .with_context(|| format!("cannot read {}", args.input))?
+    };
+    let output = tracelab_ingest::parse(&input.bytes, &options);
+    let mut stdout = std::io::stdout().lock();
+    for failure in &output.failures {
+        match args.format {
+            Format::Json => writeln!(stdout, "{}", serde_json::to_string(failure)?)?,
+            Format::Markdown => {
+                let value = serde_json::to_value(failure)?;
+                let field = |k: &str| {
+                    value
+                        .get(k)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let top = failure
+                    .frames
+                    .last()
+                    .map(|f| format!(" at {}", serde_json::to_string(f).unwrap_or_default()))
+                    .unwrap_or_default();
+                writeln!(
+                    stdout,
+                    "- {} [{}] {}{}: {}{top}\n  stack {} · error {}",
+                    field("kind"),
+                    field("language"),
+                    failure
+                        .test_id
+                        .as_deref()
+                        .map(|t| format!("{t} "))
+                        .unwrap_or_default(),
+                    failure.exception_type.as_deref().unwrap_or("failure"),
+                    failure.message.lines().next().unwrap_or(""),
+                    failure.stack_signature.as_deref().unwrap_or("-"),
+                    failure.error_signature
+                )?
+            }
+        }
+    }
+    for d in &output.diagnostics {
+        let level = if d.severity == Severity::Error {
+            "error"
+        } else {
+            "note"
+        };
+        eprintln!("{level}: {} ({})", d.message, d.code);
+    }
+    if output.failures.is_empty() {
+        eprintln!("no failure found ({:?} input)", output.format);
+    }
+    Ok(ExitCode::SUCCESS)
+}
