@@ -96,7 +96,7 @@ pub fn code_path(
         let failed = runs.iter().filter(|r| !r.passed).count();
         for f in rank_functions(snap, &ochiai(runs)) {
             let s = snap.symbol(f.symbol);
-            if !locator.passes(&s.path, s.language) {
+            if !locator.passes(s) {
                 continue;
             }
             let e = suspects

@@ -14,10 +14,16 @@ use std::sync::{Arc, RwLock};
 /// are re-parsed instead of misread.
 const FORMAT: u32 = 2;
 
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 struct OnDisk {
     format: u32,
     blobs: HashMap<String, ParsedFile>,
+}
+
+#[derive(serde::Serialize)]
+struct OnDiskRef<'a> {
+    format: u32,
+    blobs: std::collections::BTreeMap<&'a str, &'a ParsedFile>,
 }
 
 #[derive(Debug, Default)]
@@ -70,12 +76,11 @@ impl BlobCache {
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let blobs = self.blobs.read().unwrap_or_else(|e| e.into_inner());
-        let disk = OnDisk {
+        // Serialise straight from the shared entries (no deep copy); sorted
+        // keys keep the file stable between runs.
+        let disk = OnDiskRef {
             format: FORMAT,
-            blobs: blobs
-                .iter()
-                .map(|(k, v)| (k.clone(), (**v).clone()))
-                .collect(),
+            blobs: blobs.iter().map(|(k, v)| (k.as_str(), &**v)).collect(),
         };
         let path = Self::file_path(dir);
         let tmp = dir.join(format!("blobs.json.tmp{}", std::process::id()));

@@ -89,6 +89,16 @@ pub fn is_test_path(path: &str) -> bool {
         || file == "conftest.py"
 }
 
+/// Whether a symbol is test code: in a test file, or (Rust) inside an
+/// inline `mod tests`.
+pub fn is_test_symbol(path: &str, qualified_name: &str) -> bool {
+    is_test_path(path)
+        || (qualified_name.starts_with("rs:")
+            && qualified_name
+                .split("::")
+                .any(|c| c == "tests" || c == "test"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +115,7 @@ mod tests {
         assert!(is_test_path("src/math.test.js"));
         assert!(is_test_path("src/test/java/FooTest.java"));
         assert!(!is_test_path("src/latest/contest.py"));
+        assert!(is_test_symbol("src/lib.rs", "rs:crate::tests::adds"));
+        assert!(!is_test_symbol("src/lib.rs", "rs:crate::attest::adds"));
     }
 }

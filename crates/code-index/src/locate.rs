@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::evidence::{PathMatcher, parse_frames};
 use crate::history::{CommitChanges, blame_lines, commit_changes};
 use crate::indexer::{Indexer, default_cache_dir, open_repo, resolve_commit};
-use crate::lang::{Language, is_test_path};
+use crate::lang::{Language, is_test_path, is_test_symbol};
 use crate::model::{Symbol, SymbolId};
 use crate::score::{Component, Reason, Weights, combine, path_proximity, time_decay};
 use crate::snapshot::Snapshot;
@@ -411,9 +411,11 @@ impl Locator {
         out
     }
 
-    /// Whether a suspect at `path` passes the hard filters.
-    pub fn passes(&self, path: &str, language: Language) -> bool {
-        self.passes_filters(path, language)
+    /// Whether a symbol may be a suspect: the hard filters, and not test
+    /// code (a test file or a Rust `mod tests`) unless tests are included.
+    pub fn passes(&self, s: &Symbol) -> bool {
+        self.passes_filters(&s.path, s.language)
+            && (self.opts.include_tests || !is_test_symbol(&s.path, &s.qualified_name))
     }
 
     fn passes_filters(&self, path: &str, language: Language) -> bool {
@@ -538,7 +540,7 @@ impl Locator {
             .into_iter()
             .filter(|h| {
                 let s = self.snapshot.symbol(h.doc);
-                s.kind.is_callable() && self.passes_filters(&s.path, s.language)
+                s.kind.is_callable() && self.passes(s)
             })
             .take(CANDIDATES)
             .collect();
@@ -586,7 +588,7 @@ impl Locator {
         let mut per_file: HashMap<String, [(f64, String); 3]> = HashMap::new();
         for id in candidates {
             let s = snap.symbol(id);
-            if !s.kind.is_callable() || !self.passes_filters(&s.path, s.language) {
+            if !s.kind.is_callable() || !self.passes(s) {
                 continue;
             }
             let (ov, ov_why) = overlap.get(&id).cloned().unwrap_or((0.0, String::new()));
@@ -821,7 +823,7 @@ impl Locator {
         let mut symbols = Vec::new();
         for h in hits {
             let s = self.snapshot.symbol(h.doc);
-            if !s.kind.is_callable() || !self.passes_filters(&s.path, s.language) {
+            if !s.kind.is_callable() || !self.passes(s) {
                 continue;
             }
             if !files.contains(&s.path) {

@@ -410,7 +410,7 @@ impl<'a> Resolver<'a> {
                         return vec![(s.id, Resolution::SameClass)];
                     }
                 }
-                self.by_name_only(name, None)
+                self.by_name_only(caller_sym, name, None)
             }
             None => {
                 if let Some(id) = self.in_file(fi, name) {
@@ -437,7 +437,7 @@ impl<'a> Resolver<'a> {
                         }
                     }
                 }
-                self.by_name_only(name, None)
+                self.by_name_only(caller_sym, name, None)
             }
             Some(q) => {
                 for imp in parsed.imports.iter().filter(|i| i.local == q) {
@@ -454,15 +454,34 @@ impl<'a> Resolver<'a> {
                         }
                     }
                 }
-                self.by_name_only(name, Some(q))
+                self.by_name_only(caller_sym, name, Some(q))
             }
         }
     }
 
-    fn by_name_only(&self, name: &str, qualifier: Option<&str>) -> Vec<(SymbolId, Resolution)> {
-        let Some(cands) = self.by_name.get(name) else {
+    fn by_name_only(
+        &self,
+        caller: &Symbol,
+        name: &str,
+        qualifier: Option<&str>,
+    ) -> Vec<(SymbolId, Resolution)> {
+        let Some(all) = self.by_name.get(name) else {
             return Vec::new();
         };
+        // Same language only; and within the caller's own package (Rust
+        // crate, top directory) when the name exists there.
+        let same_lang: Vec<SymbolId> = all
+            .iter()
+            .copied()
+            .filter(|&c| self.snap.symbols[c as usize].language == caller.language)
+            .collect();
+        let root = package_root(caller);
+        let local: Vec<SymbolId> = same_lang
+            .iter()
+            .copied()
+            .filter(|&c| package_root(&self.snap.symbols[c as usize]) == root)
+            .collect();
+        let cands = if local.is_empty() { &same_lang } else { &local };
         let last = qualifier.map(|q| q.rsplit(['.', ':']).next().unwrap_or(q));
         if let Some(q) = last {
             // `Type::new()`, `Foo.bar()` (static): prefer members of that type
@@ -489,6 +508,19 @@ impl<'a> Resolver<'a> {
             Vec::new()
         }
     }
+}
+
+/// The package a symbol lives in, for preferring local name matches: the
+/// Rust crate from the qualified name, else the first path component.
+fn package_root(s: &Symbol) -> &str {
+    if s.language == Language::Rust {
+        let q = s
+            .qualified_name
+            .strip_prefix("rs:")
+            .unwrap_or(&s.qualified_name);
+        return q.split("::").next().unwrap_or(q);
+    }
+    s.path.split('/').next().unwrap_or(&s.path)
 }
 
 fn normalise_path(p: &str) -> String {
