@@ -1,14 +1,19 @@
 //! The blob cache: parse results keyed by git blob id. A blob's content never
 //! changes, so an unchanged file is parsed once, whatever commit, branch or
-//! path it appears under. Persisted as one JSON file (`blobs.json`) in the
-//! cache directory; written atomically (temp file + rename).
+//! path it appears under. Persisted in the cache directory as `blobs.json`
+//! (a snapshot, written atomically: temp file + rename) plus `blobs.log`
+//! (JSON lines appended by later runs), so a run that parsed one file writes
+//! one line instead of the whole cache. The log is folded into the snapshot
+//! when it grows past a quarter of it. A torn last line (a crash mid-append)
+//! is skipped on load: that blob is simply parsed again.
 
 use crate::error::{Error, Result};
 use crate::model::ParsedFile;
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// Bumped when `ParsedFile` or the extraction rules change, so stale entries
 /// are re-parsed instead of misread.
@@ -26,11 +31,21 @@ struct OnDiskRef<'a> {
     blobs: std::collections::BTreeMap<&'a str, &'a ParsedFile>,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LogLine<P> {
+    format: u32,
+    oid: String,
+    parsed: P,
+}
+
 #[derive(Debug, Default)]
 pub struct BlobCache {
     blobs: RwLock<HashMap<String, Arc<ParsedFile>>>,
     parses: AtomicU64,
-    dirty: std::sync::atomic::AtomicBool,
+    /// Blob ids inserted since the cache was loaded or last saved.
+    pending: Mutex<Vec<String>>,
+    /// Entries in `blobs.json` as loaded or last written (0: none).
+    in_snapshot: AtomicU64,
 }
 
 impl BlobCache {
@@ -42,40 +57,90 @@ impl BlobCache {
         dir.join("blobs.json")
     }
 
-    /// Loads `dir/blobs.json`; a missing file is an empty cache, an entry
-    /// written by another format version is dropped.
-    pub fn load(dir: &Path) -> Result<Self> {
-        let path = Self::file_path(dir);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::new()),
-            Err(e) => return Err(Error::io(path, e)),
-        };
-        let disk: OnDisk = serde_json::from_slice(&bytes).map_err(|e| Error::Cache {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        if disk.format != FORMAT {
-            return Ok(Self::new());
-        }
-        let blobs = disk
-            .blobs
-            .into_iter()
-            .map(|(k, v)| (k, Arc::new(v)))
-            .collect();
-        Ok(Self {
-            blobs: RwLock::new(blobs),
-            ..Self::default()
-        })
+    fn log_path(dir: &Path) -> PathBuf {
+        dir.join("blobs.log")
     }
 
-    /// Writes the cache if it changed since it was loaded.
+    /// Loads `dir/blobs.json` and `dir/blobs.log`; missing files are an
+    /// empty cache, entries of another format version are dropped.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let cache = Self::new();
+        let path = Self::file_path(dir);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let disk: OnDisk = serde_json::from_slice(&bytes).map_err(|e| Error::Cache {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+                if disk.format == FORMAT {
+                    cache
+                        .in_snapshot
+                        .store(disk.blobs.len() as u64, Ordering::Relaxed);
+                    let mut blobs = cache.blobs.write().unwrap_or_else(|e| e.into_inner());
+                    blobs.extend(disk.blobs.into_iter().map(|(k, v)| (k, Arc::new(v))));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+        let log = Self::log_path(dir);
+        match std::fs::read_to_string(&log) {
+            Ok(text) => {
+                let mut blobs = cache.blobs.write().unwrap_or_else(|e| e.into_inner());
+                for line in text.lines() {
+                    if let Ok(entry) = serde_json::from_str::<LogLine<ParsedFile>>(line)
+                        && entry.format == FORMAT
+                    {
+                        blobs.insert(entry.oid, Arc::new(entry.parsed));
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(log, e)),
+        }
+        Ok(cache)
+    }
+
+    /// Writes what changed since the cache was loaded: appends to the log,
+    /// or rewrites the snapshot (and drops the log) when the log would grow
+    /// past a quarter of the snapshot.
     pub fn save(&self, dir: &Path) -> Result<()> {
-        if !self.dirty.swap(false, Ordering::AcqRel) {
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        if pending.is_empty() {
             return Ok(());
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let blobs = self.blobs.read().unwrap_or_else(|e| e.into_inner());
+        let in_snapshot = self.in_snapshot.load(Ordering::Relaxed) as usize;
+        let log = Self::log_path(dir);
+        let logged = std::fs::metadata(&log).map_or(0, |m| m.len());
+        let snapshot_bytes = std::fs::metadata(Self::file_path(dir)).map_or(0, |m| m.len());
+        if in_snapshot > 0 && pending.len() * 4 < in_snapshot && logged * 4 < snapshot_bytes {
+            let mut lines = Vec::new();
+            for oid in &pending {
+                let Some(parsed) = blobs.get(oid) else {
+                    continue;
+                };
+                let line = LogLine {
+                    format: FORMAT,
+                    oid: oid.clone(),
+                    parsed: &**parsed,
+                };
+                serde_json::to_writer(&mut lines, &line).map_err(|e| Error::Cache {
+                    path: log.clone(),
+                    message: e.to_string(),
+                })?;
+                lines.push(b'\n');
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .map_err(|e| Error::io(&log, e))?;
+            // One write: appends from concurrent runs do not interleave lines.
+            f.write_all(&lines).map_err(|e| Error::io(&log, e))?;
+            return Ok(());
+        }
         // Serialise straight from the shared entries (no deep copy); sorted
         // keys keep the file stable between runs.
         let disk = OnDiskRef {
@@ -90,6 +155,12 @@ impl BlobCache {
         })?;
         std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        match std::fs::remove_file(&log) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&log, e)),
+            _ => {}
+        }
+        self.in_snapshot
+            .store(blobs.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -102,7 +173,10 @@ impl BlobCache {
     }
 
     pub fn insert(&self, oid: String, parsed: Arc<ParsedFile>) {
-        self.dirty.store(true, Ordering::Release);
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(oid.clone());
         self.blobs
             .write()
             .unwrap_or_else(|e| e.into_inner())

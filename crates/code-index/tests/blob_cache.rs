@@ -72,6 +72,35 @@ fn the_persisted_cache_survives_a_new_process() {
         (second.parsed_files, second.cached_files, second.files),
         (1, 5, 6)
     );
+    // The one new parse was appended to the log, not a rewritten snapshot.
+    let log = std::fs::read_to_string(cache.join("blobs.log")).unwrap();
+    assert_eq!(log.lines().count(), 1);
     let third = index_repository(repo.path(), Some("HEAD~1"), &cache).unwrap();
     assert_eq!(third.parsed_files, 0);
+    assert_eq!(
+        index_repository(repo.path(), None, &cache)
+            .unwrap()
+            .parsed_files,
+        0
+    );
+
+    // A torn last line (a crash mid-append) costs a re-parse, not an error.
+    std::fs::write(
+        cache.join("blobs.log"),
+        format!("{log}{{\"format\": 2, \"oid\": \"ab"),
+    )
+    .unwrap();
+    assert_eq!(
+        index_repository(repo.path(), None, &cache)
+            .unwrap()
+            .parsed_files,
+        0
+    );
+    std::fs::write(cache.join("blobs.log"), "").unwrap();
+    assert_eq!(
+        index_repository(repo.path(), None, &cache)
+            .unwrap()
+            .parsed_files,
+        1
+    );
 }
