@@ -132,3 +132,54 @@ fn blame_names_the_commit_of_each_frame_line() {
     let old = blame_lines(&r, Some(&shas[0]), "app/core.py", &[2]).unwrap();
     assert_eq!(old[0].commit, shas[0]);
 }
+
+#[test]
+fn touched_symbols_in_every_language() {
+    let repo = TestRepo::new();
+    let files = [
+        (
+            "src/lib.rs",
+            "pub struct W;\n\nimpl W {\n    pub fn a(&self) -> u8 {\n        1\n    }\n\n    pub fn b(&self) -> u8 {\n        2\n    }\n}\n",
+        ),
+        (
+            "pkg/s.go",
+            "package pkg\n\nfunc A() int {\n\treturn 1\n}\n\nfunc B() int {\n\treturn 2\n}\n",
+        ),
+        (
+            "src/main/java/p/C.java",
+            "package p;\n\nclass C {\n    int a() {\n        return 1;\n    }\n\n    int b() {\n        return 2;\n    }\n}\n",
+        ),
+        (
+            "web/m.ts",
+            "export function a(): number {\n  return 1;\n}\n\nexport function b(): number {\n  return 2;\n}\n",
+        ),
+        (
+            "web/n.js",
+            "class K {\n  a() {\n    return 1;\n  }\n\n  b() {\n    return 2;\n  }\n}\n",
+        ),
+    ];
+    for (p, c) in files {
+        repo.write(p, c);
+    }
+    repo.commit("initial");
+    for (p, c) in files {
+        // Change only the second function of each file.
+        let changed = c.replacen("2", "3", 1);
+        repo.write(p, &changed);
+    }
+    let sha = repo.commit("change the b functions");
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let ch = commit_changes(&r, &Indexer::in_memory(), &sha, None).unwrap();
+    assert_eq!(
+        ch.touched_callables().into_iter().collect::<Vec<_>>(),
+        vec![
+            "go:pkg.B",
+            "java:p.C.b",
+            "js:web/n#K.b",
+            "rs:crate::W::b",
+            "ts:web/m#b"
+        ]
+    );
+    // Containers are touched too (the Java class, the JS class), callables filter them out.
+    assert!(ch.touched_symbols().contains("java:p.C"));
+}
