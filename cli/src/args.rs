@@ -31,6 +31,38 @@ pub enum Command {
     Investigations(InvestigationsCommand),
     /// Parse failure evidence (test reports, logs, stack traces): one failure per line, redacted.
     Parse(ParseArgs),
+    /// Build or update the code index of a repository (symbols per commit, cached by blob id).
+    Index(IndexArgs),
+    /// Rank the files, symbols and commits a failure output points at.
+    Locate(LocateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    #[arg(long)]
+    pub repo: PathBuf,
+    /// Revision to index (default HEAD).
+    #[arg(long)]
+    pub rev: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct LocateArgs {
+    #[arg(long)]
+    pub repo: PathBuf,
+    /// The failure output (test output, traceback or log); `-` for standard input.
+    #[arg(long)]
+    pub evidence: String,
+    /// Revision to search (default HEAD).
+    #[arg(long)]
+    pub rev: Option<String>,
+    /// Results per list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

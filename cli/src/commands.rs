@@ -48,6 +48,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => demo(&cli.db, cli.quiet, args).await,
         Command::Investigations(cmd) => investigations(&cli.db, cmd).await,
         Command::Parse(args) => crate::parse::run(args),
+        Command::Index(args) => crate::code::index(args).await,
+        Command::Locate(args) => crate::code::locate(args).await,
     }
 }
 

@@ -3,6 +3,7 @@
 //! stderr when a command could not run.
 
 mod args;
+mod code;
 mod commands;
 mod output;
 mod parse;

@@ -303,3 +303,67 @@ fn parse_prints_one_redacted_failure_per_line() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("binary"));
 }
+
+#[test]
+fn index_and_locate_point_at_the_faulty_function() {
+    let s = scenarios::regression_behind_broken_range();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let repo = s.repo.path().to_str().unwrap();
+    let indexed = tracelab(&db, &["index", "--repo", repo, "--format", "json"]);
+    assert!(
+        indexed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&indexed.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&indexed.stdout).unwrap();
+    assert_eq!(summary["commit"], s.head.as_str());
+    assert!(summary["symbols"].as_u64().unwrap() >= 4);
+
+    let evidence = dir.path().join("failure.txt");
+    std::fs::write(
+        &evidence,
+        "Traceback (most recent call last):\n  File \"/ci/work/test_app.py\", line 11, in <module>\n    test_add()\n  File \"/ci/work/test_app.py\", line 7, in test_add\n    assert result == 4, f\"add(2, 2) returned {fmt(result)}\"\nAssertionError: add(2, 2) returned <5>\n",
+    )
+    .unwrap();
+    let out = tracelab(
+        &db,
+        &[
+            "locate",
+            "--repo",
+            repo,
+            "--evidence",
+            evidence.to_str().unwrap(),
+            "--format",
+            "json",
+            "--top",
+            "3",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["symbols"][0]["symbol"], "py:app.add");
+    assert_eq!(found["files"][0]["path"], "app.py");
+    for key in [
+        "symbol",
+        "path",
+        "start_line",
+        "end_line",
+        "score",
+        "reasons",
+    ] {
+        assert!(found["symbols"][0].get(key).is_some(), "symbol lacks {key}");
+    }
+    assert!(
+        found["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .take(3)
+            .any(|c| c["commit"] == s.culprit.as_deref().unwrap())
+    );
+}
