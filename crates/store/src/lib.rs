@@ -7,11 +7,23 @@
 //! and experiments in one transaction, replacing earlier rows, so saving twice
 //! is harmless. The full report is also kept as JSON, the source for `show`.
 //!
-//! [`conformance`] is the behaviour every store must have; the PostgreSQL
-//! store of the fleet will run the same suite.
+//! [`PgStore`] is the fleet's store: the same behaviour on PostgreSQL
+//! (`migrations/postgres`, run on connect), plus the tables the fleet adds
+//! (evidence, the decisions audit log, consumer progress). A message from the
+//! bus travels through it like this: the consumer begins a transaction,
+//! calls [`record_once`] with the message id, writes its results only when
+//! that returns `true`, commits, and acks the message after the commit — so a
+//! redelivery is a no-op, not a duplicate.
+//!
+//! [`conformance`] is the behaviour every store must have; both stores run it.
 
 pub mod conformance;
+mod idempotency;
+mod pg_error;
+mod postgres;
 mod sqlite;
 
+pub use idempotency::record_once;
+pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
 pub use tracelab_domain::ports::InvestigationStore;

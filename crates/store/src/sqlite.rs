@@ -18,7 +18,9 @@ pub struct SqliteStore {
 fn db_error(e: sqlx::Error) -> Error {
     match e {
         sqlx::Error::RowNotFound => Error::not_found("not found"),
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => Error::unavailable(format!("store unavailable: {e}")),
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
+            Error::unavailable(format!("store unavailable: {e}"))
+        }
         other => Error::internal(format!("store error: {other}")),
     }
 }
@@ -28,7 +30,8 @@ fn now() -> String {
 }
 
 fn rfc3339(t: time::OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339).expect("formattable time")
+    t.format(&time::format_description::well_known::Rfc3339)
+        .expect("formattable time")
 }
 
 fn parse_time(s: &str) -> Result<time::OffsetDateTime> {
@@ -37,15 +40,19 @@ fn parse_time(s: &str) -> Result<time::OffsetDateTime> {
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 impl SqliteStore {
     /// Opens (creating if needed) the database file and migrates it.
     pub async fn open(path: &Path) -> Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::unavailable(format!("cannot create {}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::unavailable(format!("cannot create {}: {e}", parent.display()))
+            })?;
         }
         let options = SqliteConnectOptions::new()
             .filename(path)
@@ -57,14 +64,22 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options)
             .await
-            .map_err(|e| Error::unavailable(format!("cannot open the store at {}: {e}", path.display())))?;
+            .map_err(|e| {
+                Error::unavailable(format!("cannot open the store at {}: {e}", path.display()))
+            })?;
         Self::migrated(pool).await
     }
 
     /// A private in-memory database (tests).
     pub async fn in_memory() -> Result<Self> {
-        let options = SqliteConnectOptions::from_str("sqlite::memory:").map_err(db_error)?.foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.map_err(db_error)?;
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(db_error)?
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(db_error)?;
         Self::migrated(pool).await
     }
 
@@ -79,7 +94,12 @@ impl SqliteStore {
 
 #[async_trait::async_trait]
 impl InvestigationStore for SqliteStore {
-    async fn create(&self, id: &InvestigationId, repository: &str, test_command: &str) -> Result<()> {
+    async fn create(
+        &self,
+        id: &InvestigationId,
+        repository: &str,
+        test_command: &str,
+    ) -> Result<()> {
         let at = now();
         let inserted = sqlx::query(
             "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -94,9 +114,9 @@ impl InvestigationStore for SqliteStore {
         .await;
         match inserted {
             Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                Err(Error::conflict(format!("investigation {id} already exists")))
-            }
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Error::conflict(
+                format!("investigation {id} already exists"),
+            )),
             Err(e) => Err(db_error(e)),
         }
     }
@@ -104,14 +124,16 @@ impl InvestigationStore for SqliteStore {
     async fn transition(&self, id: &InvestigationId, t: &Transition) -> Result<()> {
         t.from.transition(t.to)?;
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let updated = sqlx::query("UPDATE investigations SET state = ?, updated_at = ? WHERE id = ? AND state = ?")
-            .bind(t.to.as_str())
-            .bind(now())
-            .bind(&id.0)
-            .bind(t.from.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        let updated = sqlx::query(
+            "UPDATE investigations SET state = ?, updated_at = ? WHERE id = ? AND state = ?",
+        )
+        .bind(t.to.as_str())
+        .bind(now())
+        .bind(&id.0)
+        .bind(t.from.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
         if updated.rows_affected() == 0 {
             let current = sqlx::query("SELECT state FROM investigations WHERE id = ?")
                 .bind(&id.0)
@@ -141,7 +163,8 @@ impl InvestigationStore for SqliteStore {
     }
 
     async fn save_report(&self, report: &Report) -> Result<()> {
-        let body = serde_json::to_string(report).map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
+        let body = serde_json::to_string(report)
+            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let updated = sqlx::query(
             "UPDATE investigations SET report_json = ?, verdict = ?, culprit = ?, state = ?, updated_at = ? WHERE id = ?",
@@ -156,7 +179,10 @@ impl InvestigationStore for SqliteStore {
         .await
         .map_err(db_error)?;
         if updated.rows_affected() == 0 {
-            return Err(Error::not_found(format!("investigation {} not found", report.id)));
+            return Err(Error::not_found(format!(
+                "investigation {} not found",
+                report.id
+            )));
         }
         sqlx::query("DELETE FROM hypotheses WHERE investigation_id = ?")
             .bind(&report.id.0)
@@ -211,9 +237,11 @@ impl InvestigationStore for SqliteStore {
             .await
             .map_err(db_error)?;
         let Some(row) = row else { return Ok(None) };
-        let Some(body) = row.get::<Option<String>, _>(0) else { return Ok(None) };
-        let mut report: Report =
-            serde_json::from_str(&body).map_err(|e| Error::internal(format!("stored report {id} is unreadable: {e}")))?;
+        let Some(body) = row.get::<Option<String>, _>(0) else {
+            return Ok(None);
+        };
+        let mut report: Report = serde_json::from_str(&body)
+            .map_err(|e| Error::internal(format!("stored report {id} is unreadable: {e}")))?;
         // The state may have moved on since the report was written (approve/reject).
         report.state = InvestigationState::from_str(&row.get::<String, _>(1))?;
         report.transitions = self.transitions(id).await?;
@@ -226,7 +254,8 @@ impl InvestigationStore for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error)?;
-        row.map(|r| InvestigationState::from_str(&r.get::<String, _>(0))).transpose()
+        row.map(|r| InvestigationState::from_str(&r.get::<String, _>(0)))
+            .transpose()
     }
 
     async fn list(&self, limit: u32) -> Result<Vec<InvestigationSummary>> {

@@ -19,6 +19,8 @@ async fn file_store_conforms_and_survives_reopening() {
 
 #[tokio::test]
 async fn unopenable_path_is_a_clear_error() {
-    let err = SqliteStore::open(std::path::Path::new("/proc/forbidden/x.db")).await.unwrap_err();
+    let err = SqliteStore::open(std::path::Path::new("/proc/forbidden/x.db"))
+        .await
+        .unwrap_err();
     assert!(err.message.contains("/proc/forbidden"), "{}", err.message);
 }

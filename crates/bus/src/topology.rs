@@ -1,0 +1,220 @@
+//! Subjects and streams: which subject lands in which stream, with which
+//! retention. One [`Topology`] describes the whole fleet; a prefix lets tests
+//! (and several fleets on one server) live side by side.
+
+use std::time::Duration;
+
+/// How long a stream keeps messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retention {
+    /// Kept until a limit (age) is reached; any number of durable consumers
+    /// read the same messages. For events.
+    Limits,
+    /// A message is removed once one consumer acks (or terminates) it; the
+    /// consumers of one durable share the work. For jobs.
+    WorkQueue,
+}
+
+/// One stream: a name, the subjects it captures, its retention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamSpec {
+    pub name: String,
+    pub subjects: Vec<String>,
+    pub retention: Retention,
+    /// A second publish with the same message id within this window is dropped.
+    pub duplicate_window: Duration,
+    /// `None` keeps messages until they are consumed (work queues) or forever.
+    pub max_age: Option<Duration>,
+}
+
+impl StreamSpec {
+    /// Whether this stream captures `subject`.
+    pub fn captures(&self, subject: &str) -> bool {
+        self.subjects.iter().any(|p| subject_matches(p, subject))
+    }
+}
+
+/// The fleet's subjects and streams under one prefix (`tracelab` in production).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    prefix: String,
+    streams: Vec<StreamSpec>,
+}
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+impl Topology {
+    /// The production topology (`tracelab.…` subjects, `TRACELAB_…` streams).
+    pub fn fleet() -> Self {
+        Self::with_prefix("tracelab")
+    }
+
+    /// The same layout under another prefix (lowercase ASCII letters, digits
+    /// and `_`), so tests sharing one server do not see each other's messages.
+    pub fn with_prefix(prefix: &str) -> Self {
+        assert!(
+            !prefix.is_empty()
+                && prefix
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "topology prefix must be lowercase ASCII letters, digits or _: {prefix:?}"
+        );
+        let upper = prefix.to_ascii_uppercase();
+        let dup = Duration::from_secs(120);
+        let streams = vec![
+            StreamSpec {
+                name: format!("{upper}_EVIDENCE"),
+                subjects: vec![format!("{prefix}.evidence.>")],
+                retention: Retention::Limits,
+                duplicate_window: dup,
+                max_age: Some(7 * DAY),
+            },
+            StreamSpec {
+                name: format!("{upper}_INVESTIGATIONS"),
+                subjects: vec![format!("{prefix}.investigations.*.events")],
+                retention: Retention::Limits,
+                duplicate_window: dup,
+                max_age: Some(30 * DAY),
+            },
+            StreamSpec {
+                name: format!("{upper}_JOBS_VERIFY"),
+                subjects: vec![format!("{prefix}.jobs.verify")],
+                retention: Retention::WorkQueue,
+                duplicate_window: dup,
+                max_age: None,
+            },
+            StreamSpec {
+                name: format!("{upper}_DLQ"),
+                subjects: vec![format!("{prefix}.dlq.>")],
+                retention: Retention::Limits,
+                duplicate_window: dup,
+                max_age: Some(30 * DAY),
+            },
+        ];
+        Self {
+            prefix: prefix.to_string(),
+            streams,
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn streams(&self) -> &[StreamSpec] {
+        &self.streams
+    }
+
+    /// Evidence of one kind (`ci`, `logs`, `otlp`, ...): `<prefix>.evidence.<kind>`.
+    pub fn evidence(&self, kind: &str) -> String {
+        format!("{}.evidence.{kind}", self.prefix)
+    }
+
+    /// Everything that happens to one investigation: `<prefix>.investigations.<id>.events`.
+    pub fn investigation_events(&self, id: &str) -> String {
+        format!("{}.investigations.{id}.events", self.prefix)
+    }
+
+    /// The verification work queue: `<prefix>.jobs.verify`.
+    pub fn verify_jobs(&self) -> String {
+        format!("{}.jobs.verify", self.prefix)
+    }
+
+    /// Where a message that cannot be processed goes: `<prefix>.dlq.<original subject>`.
+    pub fn dead_letter(&self, original: &str) -> String {
+        format!("{}.dlq.{original}", self.prefix)
+    }
+
+    /// Filter matching every dead letter: `<prefix>.dlq.>`.
+    pub fn dead_letters(&self) -> String {
+        format!("{}.dlq.>", self.prefix)
+    }
+
+    pub fn evidence_stream(&self) -> &StreamSpec {
+        &self.streams[0]
+    }
+    pub fn investigations_stream(&self) -> &StreamSpec {
+        &self.streams[1]
+    }
+    pub fn verify_jobs_stream(&self) -> &StreamSpec {
+        &self.streams[2]
+    }
+    pub fn dead_letter_stream(&self) -> &StreamSpec {
+        &self.streams[3]
+    }
+
+    /// The stream that captures `subject`, if any.
+    pub fn stream_for(&self, subject: &str) -> Option<&StreamSpec> {
+        self.streams.iter().find(|s| s.captures(subject))
+    }
+
+    pub fn stream(&self, name: &str) -> Option<&StreamSpec> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+}
+
+/// NATS subject matching: `*` is one token, `>` the rest (one token or more).
+pub fn subject_matches(pattern: &str, subject: &str) -> bool {
+    let mut p = pattern.split('.');
+    let mut s = subject.split('.');
+    loop {
+        match (p.next(), s.next()) {
+            (Some(">"), Some(_)) => return true,
+            (Some("*"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// Whether two filters can match a common subject (approximation good for
+/// literal subjects and trailing wildcards, which is all the fleet uses).
+pub fn filters_overlap(a: &str, b: &str) -> bool {
+    subject_matches(a, b) || subject_matches(b, a) || a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        let check = |p: &str, s: &str, expected: bool| {
+            assert_eq!(subject_matches(p, s), expected, "{p} vs {s}");
+        };
+        check("a.b", "a.b", true);
+        check("a.b", "a.c", false);
+        check("a.*", "a.b", true);
+        check("a.*", "a.b.c", false);
+        check("a.>", "a.b.c", true);
+        check("a.>", "a", false);
+        check("a.*.events", "a.x.events", true);
+        check("a.*.events", "a.x.other", false);
+        check("a.b.c", "a.b", false);
+    }
+
+    #[test]
+    fn every_fleet_subject_has_exactly_one_stream() {
+        let t = Topology::fleet();
+        for subject in [
+            t.evidence("ci"),
+            t.investigation_events("01J"),
+            t.verify_jobs(),
+            t.dead_letter(&t.verify_jobs()),
+        ] {
+            let n = t.streams().iter().filter(|s| s.captures(&subject)).count();
+            assert_eq!(n, 1, "{subject}");
+        }
+        assert_eq!(t.stream_for("elsewhere.x"), None);
+        assert_eq!(t.verify_jobs_stream().retention, Retention::WorkQueue);
+        assert_eq!(t.verify_jobs(), "tracelab.jobs.verify");
+        assert_eq!(t.dead_letter_stream().name, "TRACELAB_DLQ");
+    }
+
+    #[test]
+    #[should_panic(expected = "topology prefix")]
+    fn prefix_with_a_dot_is_refused() {
+        Topology::with_prefix("a.b");
+    }
+}

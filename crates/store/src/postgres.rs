@@ -1,0 +1,335 @@
+//! The fleet's store on PostgreSQL: the same tables as the embedded store
+//! (`migrations/postgres`, run on connect), proper types (TIMESTAMPTZ, JSONB),
+//! and errors mapped so that a restarting server reads as Unavailable.
+
+use crate::pg_error::db_error;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Row, Transaction};
+use std::str::FromStr;
+use std::time::Duration;
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::ports::InvestigationStore;
+use tracelab_domain::report::{InvestigationSummary, Report};
+use tracelab_domain::state::{InvestigationState, Transition};
+use tracelab_domain::verdict::Verdict;
+use tracelab_domain::{Error, Result};
+
+/// The fleet store: a pool of PostgreSQL connections via sqlx.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+/// Pool settings for services and tests.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    pub max_connections: u32,
+    /// How long an operation waits for a connection (a down server shows up
+    /// as Unavailable after this long).
+    pub acquire_timeout: Duration,
+    /// Put the tables in this schema (created if missing) instead of
+    /// `public`; tests use one schema each so they can run in parallel.
+    pub schema: Option<String>,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(5),
+            schema: None,
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn valid_schema(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "schema name {name:?}: use [a-z_][a-z0-9_]*"
+        )))
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host:port/db`), then migrates.
+    /// The connection is plain TCP: TLS to PostgreSQL is not enabled yet.
+    pub async fn connect(url: &str, options: PgOptions) -> Result<Self> {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(Error::invalid(
+                "PostgreSQL URL must start with postgres:// or postgresql://",
+            ));
+        }
+        let mut connect = PgConnectOptions::from_str(url)
+            .map_err(|e| Error::invalid(format!("bad PostgreSQL URL: {e}")))?;
+        if let Some(schema) = &options.schema {
+            valid_schema(schema)?;
+            let mut conn = connect
+                .connect()
+                .await
+                .map_err(|e| Error::unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
+            // Audited: `schema` passed valid_schema ([a-z_][a-z0-9_]*).
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "CREATE SCHEMA IF NOT EXISTS {schema}"
+            )))
+            .execute(&mut conn)
+            .await
+            .map_err(db_error)?;
+            conn.close().await.map_err(db_error)?;
+            connect = connect.options([("search_path", schema.as_str())]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            // A connection broken by a server restart is noticed and replaced
+            // before it is handed out.
+            .test_before_acquire(true)
+            .connect_with(connect)
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
+        sqlx::migrate!("../../migrations/postgres")
+            .run(&pool)
+            .await
+            .map_err(|e| Error::internal(format!("store migration failed: {e}")))?;
+        Ok(Self { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Starts a transaction (for [`crate::record_once`] and the consumer's own writes).
+    pub async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
+        self.pool.begin().await.map_err(db_error)
+    }
+}
+
+#[async_trait::async_trait]
+impl InvestigationStore for PgStore {
+    async fn create(
+        &self,
+        id: &InvestigationId,
+        repository: &str,
+        test_command: &str,
+    ) -> Result<()> {
+        let now = time::OffsetDateTime::now_utc();
+        let inserted = sqlx::query(
+            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)",
+        )
+        .bind(&id.0)
+        .bind(repository)
+        .bind(test_command)
+        .bind(InvestigationState::Created.as_str())
+        .bind(now)
+        .execute(&self.pool)
+        .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Error::conflict(
+                format!("investigation {id} already exists"),
+            )),
+            Err(e) => Err(db_error(e)),
+        }
+    }
+
+    async fn transition(&self, id: &InvestigationId, t: &Transition) -> Result<()> {
+        t.from.transition(t.to)?;
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // Compare-and-set: the row moves only if it is still in `from`.
+        let updated = sqlx::query(
+            "UPDATE investigations SET state = $1, updated_at = now() WHERE id = $2 AND state = $3",
+        )
+        .bind(t.to.as_str())
+        .bind(&id.0)
+        .bind(t.from.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if updated.rows_affected() == 0 {
+            let current = sqlx::query("SELECT state FROM investigations WHERE id = $1")
+                .bind(&id.0)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            return Err(match current {
+                None => Error::not_found(format!("investigation {id} not found")),
+                Some(row) => Error::conflict(format!(
+                    "investigation {id} is {}, not {}; cannot move to {}",
+                    row.get::<String, _>(0),
+                    t.from,
+                    t.to
+                )),
+            });
+        }
+        sqlx::query(
+            "INSERT INTO transitions (investigation_id, from_state, to_state, at, reason) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&id.0)
+        .bind(t.from.as_str())
+        .bind(t.to.as_str())
+        .bind(t.at)
+        .bind(&t.reason)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn save_report(&self, report: &Report) -> Result<()> {
+        let body = serde_json::to_value(report)
+            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let updated = sqlx::query(
+            "UPDATE investigations SET report = $1, verdict = $2, culprit = $3, state = $4, updated_at = now() WHERE id = $5",
+        )
+        .bind(&body)
+        .bind(report.verdict.as_str())
+        .bind(report.culprit.as_ref().map(|c| c.commit.clone()))
+        .bind(report.state.as_str())
+        .bind(&report.id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if updated.rows_affected() == 0 {
+            return Err(Error::not_found(format!(
+                "investigation {} not found",
+                report.id
+            )));
+        }
+        // Replace, so saving the same report again is harmless.
+        sqlx::query("DELETE FROM hypotheses WHERE investigation_id = $1")
+            .bind(&report.id.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        for h in &report.hypotheses {
+            sqlx::query(
+                "INSERT INTO hypotheses (id, investigation_id, number, agent, kind, status, summary, patch, branch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(&h.id.0)
+            .bind(&report.id.0)
+            .bind(h.number as i32)
+            .bind(json(&h.agent))
+            .bind(json(&h.kind))
+            .bind(h.status.as_str())
+            .bind(&h.summary)
+            .bind(&h.patch)
+            .bind(&h.branch)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            for e in &h.experiments {
+                let counts = e.effective_counts();
+                sqlx::query(
+                    "INSERT INTO experiments (hypothesis_id, step, command, revision, exit_code, duration_ms, outcome, output, sandbox, note, runs, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                )
+                .bind(&h.id.0)
+                .bind(e.step.as_str())
+                .bind(&e.command)
+                .bind(&e.revision)
+                .bind(e.exit_code)
+                .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
+                .bind(json(&e.outcome))
+                .bind(&e.output)
+                .bind(&e.sandbox)
+                .bind(&e.note)
+                .bind(counts.runs as i32)
+                .bind(counts.failures as i32)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            }
+        }
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn get(&self, id: &InvestigationId) -> Result<Option<Report>> {
+        let row = sqlx::query("SELECT report, state FROM investigations WHERE id = $1")
+            .bind(&id.0)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        let Some(row) = row else { return Ok(None) };
+        let Some(body) = row.get::<Option<serde_json::Value>, _>(0) else {
+            return Ok(None);
+        };
+        let mut report: Report = serde_json::from_value(body)
+            .map_err(|e| Error::internal(format!("stored report {id} is unreadable: {e}")))?;
+        // The state may have moved on since the report was written (approve/reject).
+        report.state = InvestigationState::from_str(&row.get::<String, _>(1))?;
+        report.transitions = self.transitions(id).await?;
+        Ok(Some(report))
+    }
+
+    async fn state(&self, id: &InvestigationId) -> Result<Option<InvestigationState>> {
+        let row = sqlx::query("SELECT state FROM investigations WHERE id = $1")
+            .bind(&id.0)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        row.map(|r| InvestigationState::from_str(&r.get::<String, _>(0)))
+            .transpose()
+    }
+
+    async fn list(&self, limit: u32) -> Result<Vec<InvestigationSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, state, verdict, repository, test_command, culprit, created_at FROM investigations ORDER BY created_at DESC, id DESC LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.into_iter()
+            .map(|r| {
+                let verdict = r
+                    .get::<Option<String>, _>(2)
+                    .map(|v| serde_json::from_value::<Verdict>(serde_json::Value::String(v)))
+                    .transpose()
+                    .map_err(|e| Error::internal(format!("bad verdict in store: {e}")))?;
+                Ok(InvestigationSummary {
+                    id: InvestigationId(r.get(0)),
+                    state: InvestigationState::from_str(&r.get::<String, _>(1))?,
+                    verdict,
+                    repository: r.get(3),
+                    test_command: r.get(4),
+                    culprit: r.get(5),
+                    created_at: r.get(6),
+                })
+            })
+            .collect()
+    }
+
+    async fn transitions(&self, id: &InvestigationId) -> Result<Vec<Transition>> {
+        let rows = sqlx::query(
+            "SELECT from_state, to_state, at, reason FROM transitions WHERE investigation_id = $1 ORDER BY seq",
+        )
+        .bind(&id.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(Transition {
+                    from: InvestigationState::from_str(&r.get::<String, _>(0))?,
+                    to: InvestigationState::from_str(&r.get::<String, _>(1))?,
+                    at: r.get(2),
+                    reason: r.get(3),
+                })
+            })
+            .collect()
+    }
+}
