@@ -296,23 +296,26 @@ pub async fn crashed_consumer_job_is_redelivered(bus: &dyn Bus) {
 /// Progress acks keep a job that outlives the ack wait from being redelivered.
 pub async fn progress_keeps_a_long_job(bus: &dyn Bus) {
     publish_job(bus, "job-long").await;
-    let spec = jobs(bus).ack_wait(Duration::from_secs(1));
+    // Progress every ~500 ms against a 2 s ack wait: a wide margin for a
+    // loaded machine, and the job still outlives the ack wait.
+    let ack_wait = Duration::from_secs(2);
+    let spec = jobs(bus).ack_wait(ack_wait);
     let mut worker = bus.consumer(spec.clone()).await.unwrap();
     let mut idle = bus.consumer(spec).await.unwrap();
     let d = next(&mut worker, "long job").await;
     let started = Instant::now();
-    for _ in 0..5 {
-        nothing(&mut idle, Duration::from_millis(400), "a job in progress").await;
+    for _ in 0..6 {
+        nothing(&mut idle, Duration::from_millis(500), "a job in progress").await;
         d.progress().await.unwrap();
     }
     assert!(
-        started.elapsed() >= Duration::from_secs(2),
-        "the job outlived the ack wait twice"
+        started.elapsed() > ack_wait + Duration::from_millis(500),
+        "the job outlived its ack wait"
     );
     d.ack().await.unwrap();
     nothing(
         &mut idle,
-        Duration::from_millis(1500),
+        ack_wait + Duration::from_millis(500),
         "a finished long job",
     )
     .await;

@@ -8,7 +8,7 @@ use crate::message::{Message, Published};
 use crate::port::backend::{Acker, RawConsumer, RawDelivery};
 use crate::port::{Bus, Consumer, ConsumerSpec};
 use crate::topology::{Retention, StreamSpec, Topology, filters_overlap, subject_matches};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -42,6 +42,8 @@ struct StreamState {
     last_seq: u64,
     /// message id -> (sequence, when first published)
     seen: HashMap<String, (u64, Instant)>,
+    /// The same ids in publish order, so expiring the window is O(expired).
+    seen_order: VecDeque<(Instant, String)>,
     consumers: HashMap<String, ConsumerState>,
 }
 
@@ -74,6 +76,7 @@ impl MemoryBus {
                         messages: BTreeMap::new(),
                         last_seq: 0,
                         seen: HashMap::new(),
+                        seen_order: VecDeque::new(),
                         consumers: HashMap::new(),
                     },
                 )
@@ -124,9 +127,13 @@ impl Bus for MemoryBus {
             .get_mut(&spec.name)
             .expect("every topology stream exists");
         let window = stream.spec.duplicate_window;
-        stream
-            .seen
-            .retain(|_, (_, at)| now.duration_since(*at) < window);
+        while let Some((at, _)) = stream.seen_order.front() {
+            if now.duration_since(*at) < window {
+                break;
+            }
+            let (_, id) = stream.seen_order.pop_front().expect("front exists");
+            stream.seen.remove(&id);
+        }
         if let Some((sequence, _)) = stream.seen.get(&message.id) {
             return Ok(Published {
                 stream: spec.name.clone(),
@@ -137,6 +144,7 @@ impl Bus for MemoryBus {
         stream.last_seq += 1;
         let sequence = stream.last_seq;
         stream.seen.insert(message.id.clone(), (sequence, now));
+        stream.seen_order.push_back((now, message.id.clone()));
         stream.messages.insert(sequence, message);
         drop(streams);
         self.inner.changed.notify_waiters();
