@@ -203,6 +203,14 @@ impl Delivery {
 
     /// Applies `outcome` with this consumer's retry policy.
     pub async fn settle(self, outcome: Outcome) -> Result<Settled> {
+        let (subject, id, delivered) = (&self.message.subject, &self.message.id, self.delivered);
+        match &outcome {
+            Outcome::Ack => tracing::debug!(%subject, %id, delivered, "ack"),
+            Outcome::Retry { reason } => tracing::info!(%subject, %id, delivered, %reason, "retry"),
+            Outcome::Reject { reason } => {
+                tracing::warn!(%subject, %id, delivered, %reason, "reject")
+            }
+        }
         match outcome {
             Outcome::Ack => {
                 self.ack().await?;
