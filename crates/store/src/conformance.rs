@@ -1,5 +1,5 @@
 //! The behaviour every [`InvestigationStore`] must have, as one suite that
-//! each implementation's tests call (SQLite now; PostgreSQL with the fleet).
+//! each implementation's tests call (`tests/sqlite.rs`, `tests/postgres.rs`).
 //! Each check panics with a message naming the broken rule.
 
 use tracelab_domain::ErrorKind;

@@ -1,6 +1,8 @@
 //! The fleet's store on PostgreSQL: the same tables as the embedded store
 //! (`migrations/postgres`, run on connect), proper types (TIMESTAMPTZ, JSONB),
 //! and errors mapped so that a restarting server reads as Unavailable.
+//! TIMESTAMPTZ keeps microseconds: transition times read back truncated from
+//! nanoseconds (the report JSON keeps its own times exactly).
 
 use crate::pg_error::db_error;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
