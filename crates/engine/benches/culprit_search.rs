@@ -37,6 +37,7 @@ fn git_bisect_run(s: &Scenario) -> Measured {
         .arg("-C")
         .arg(s.repo.path())
         .args(["bisect", "run", "python3", "test_app.py"])
+        .env("PATH", search_path())
         .output()
         .expect("git bisect run");
     let wall = started.elapsed();
@@ -46,12 +47,8 @@ fn git_bisect_run(s: &Scenario) -> Measured {
         .find_map(|l| l.strip_suffix(" is the first bad commit"))
         .unwrap_or("?")
         .to_string();
-    let log = s.repo.git(&["bisect", "log"]);
-    let test_runs = log
-        .lines()
-        .filter(|l| l.starts_with("git bisect good") || l.starts_with("git bisect bad"))
-        .count() as u32
-        - 2;
+    // `git bisect run` prints one "running …" line per test run.
+    let test_runs = stdout.lines().filter(|l| l.starts_with("running")).count() as u32;
     s.repo.git(&["bisect", "reset"]);
     Measured {
         wall,
@@ -110,6 +107,20 @@ async fn tracelab_search(s: &Scenario, k: usize) -> Measured {
     }
 }
 
+fn override_path(path: &str) {
+    // `std::env::set_var` is unsafe in edition 2024; pass PATH explicitly instead.
+    PATH_OVERRIDE.set(path.to_string()).expect("set once");
+}
+
+static PATH_OVERRIDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn search_path() -> String {
+    PATH_OVERRIDE
+        .get()
+        .cloned()
+        .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default())
+}
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -119,6 +130,20 @@ fn arg(name: &str) -> Option<String> {
 
 #[tokio::main]
 async fn main() {
+    // Both searches start `python3` from the same PATH; prefer the system
+    // interpreter over a version-manager shim whose start-up would dominate.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TRACELAB_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let path = format!(
+        "/usr/bin:/bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    override_path(&path);
     let sizes: Vec<usize> = arg("--sizes")
         .unwrap_or_else(|| "100,1000".into())
         .split(',')

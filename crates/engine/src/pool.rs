@@ -84,11 +84,20 @@ impl Pool {
             .acquire()
             .await
             .expect("pool semaphore is never closed");
+        let started = std::time::Instant::now();
         let slot = self.take_slot(revision).await?;
-        let outcome = match slot.worktree.checkout(revision).await {
+        let checkout = slot.worktree.checkout(revision).await;
+        let checked_out = std::time::Instant::now();
+        let outcome = match checkout {
             Ok(()) => slot.sandbox.exec(spec).await,
             Err(e) => Err(e),
         };
+        tracing::debug!(
+            revision = &revision[..revision.len().min(12)],
+            checkout_ms = (checked_out - started).as_millis() as u64,
+            exec_ms = checked_out.elapsed().as_millis() as u64,
+            "probe run"
+        );
         let sandbox = slot.sandbox.describe();
         self.free.lock().await.push(slot);
         outcome.map(|result| PoolRun { result, sandbox })

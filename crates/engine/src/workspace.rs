@@ -15,6 +15,9 @@ pub struct Workspace {
     worktrees: Mutex<Vec<PathBuf>>,
     branches: Mutex<Vec<String>>,
     kept_branches: Mutex<Vec<String>>,
+    /// `git worktree add` is not safe to run concurrently in one repository
+    /// (it races on `.git/worktrees/`), so additions take turns.
+    adding: tokio::sync::Mutex<()>,
 }
 
 impl Workspace {
@@ -31,6 +34,7 @@ impl Workspace {
             worktrees: Mutex::new(Vec::new()),
             branches: Mutex::new(Vec::new()),
             kept_branches: Mutex::new(Vec::new()),
+            adding: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -44,6 +48,7 @@ impl Workspace {
 
     /// A detached worktree named `name` at `rev`.
     pub async fn detached(&self, name: &str, rev: &str) -> Result<Worktree> {
+        let _turn = self.adding.lock().await;
         let path = self.root.join(name);
         self.worktrees.lock().expect("lock").push(path.clone());
         self.git.add_worktree(&path, rev, None).await?;
@@ -52,6 +57,7 @@ impl Workspace {
 
     /// A worktree on a new branch `branch` starting at `rev`.
     pub async fn on_branch(&self, name: &str, rev: &str, branch: &str) -> Result<Worktree> {
+        let _turn = self.adding.lock().await;
         let path = self.root.join(name);
         self.worktrees.lock().expect("lock").push(path.clone());
         self.branches.lock().expect("lock").push(branch.to_string());

@@ -14,7 +14,12 @@ pub struct CappedOutput {
 impl CappedOutput {
     pub fn new(limit: usize) -> Self {
         let half = (limit / 2).max(1);
-        Self { head: Vec::new(), tail: VecDeque::new(), half, dropped: 0 }
+        Self {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            half,
+            dropped: 0,
+        }
     }
 
     pub fn push(&mut self, mut bytes: &[u8]) {
@@ -66,6 +71,9 @@ mod tests {
         for chunk in [b"abcde".as_slice(), b"fghij", b"klm", b"nopqrstuvwxyz"] {
             out.push(chunk);
         }
-        assert_eq!(out.into_string(), "abcde\n[... 16 bytes dropped ...]\nvwxyz");
+        assert_eq!(
+            out.into_string(),
+            "abcde\n[... 16 bytes dropped ...]\nvwxyz"
+        );
     }
 }

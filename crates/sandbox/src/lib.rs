@@ -14,4 +14,4 @@ mod capped;
 mod process;
 
 pub use capped::CappedOutput;
-pub use process::{LocalSandbox, LocalSandboxProvider, LocalConfig};
+pub use process::{LocalConfig, LocalSandbox, LocalSandboxProvider};

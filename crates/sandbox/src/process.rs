@@ -24,7 +24,10 @@ pub struct LocalConfig {
 
 impl Default for LocalConfig {
     fn default() -> Self {
-        Self { allowlist: Allowlist::default(), path: "/usr/local/bin:/usr/bin:/bin".into() }
+        Self {
+            allowlist: Allowlist::default(),
+            path: "/usr/local/bin:/usr/bin:/bin".into(),
+        }
     }
 }
 
@@ -48,17 +51,29 @@ impl SandboxProvider for LocalSandboxProvider {
 
     async fn open(&self, worktree: &Path, _label: &str) -> Result<Box<dyn Sandbox>> {
         if !worktree.is_dir() {
-            return Err(Error::not_found(format!("worktree {} does not exist", worktree.display())));
+            return Err(Error::not_found(format!(
+                "worktree {} does not exist",
+                worktree.display()
+            )));
         }
         let home = tempfile_dir()?;
-        Ok(Box::new(LocalSandbox { worktree: worktree.to_path_buf(), home, config: self.config.clone() }))
+        Ok(Box::new(LocalSandbox {
+            worktree: worktree.to_path_buf(),
+            home,
+            config: self.config.clone(),
+        }))
     }
 }
 
 /// A fresh empty directory used as `HOME`, so tools do not read the operator's dotfiles.
 fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("tracelab-home-{}-{}", std::process::id(), uuid_like()));
-    std::fs::create_dir_all(&dir).map_err(|e| Error::internal(format!("cannot create sandbox home: {e}")))?;
+    let dir = std::env::temp_dir().join(format!(
+        "tracelab-home-{}-{}",
+        std::process::id(),
+        uuid_like()
+    ));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::internal(format!("cannot create sandbox home: {e}")))?;
     Ok(dir)
 }
 
@@ -142,24 +157,44 @@ impl Sandbox for LocalSandbox {
                 } else {
                     format!("cannot start {}: {e}", spec.argv[0])
                 };
-                return Ok(CommandResult { exit_code: None, duration: started.elapsed(), output: String::new(), blocked: Some(reason) });
+                return Ok(CommandResult {
+                    exit_code: None,
+                    duration: started.elapsed(),
+                    output: String::new(),
+                    blocked: Some(reason),
+                });
             }
         };
         let mut group = GroupGuard(child.id().map(|id| Pid::from_raw(id as i32)));
         let sink = Arc::new(Mutex::new(CappedOutput::new(spec.output_limit)));
-        let out = tokio::spawn(pump(child.stdout.take().expect("piped stdout"), sink.clone()));
-        let err = tokio::spawn(pump(child.stderr.take().expect("piped stderr"), sink.clone()));
+        let out = tokio::spawn(pump(
+            child.stdout.take().expect("piped stdout"),
+            sink.clone(),
+        ));
+        let err = tokio::spawn(pump(
+            child.stderr.take().expect("piped stderr"),
+            sink.clone(),
+        ));
 
         let waited = tokio::time::timeout(spec.timeout, child.wait()).await;
         // Whatever happened, nothing of this group may outlive the experiment;
         // killing also closes pipes held open by leftover grandchildren.
         group.kill();
         let (exit_code, blocked) = match waited {
-            Ok(Ok(status)) => (status.code(), status.code().is_none().then(|| format!("killed by signal {status}"))),
+            Ok(Ok(status)) => (
+                status.code(),
+                status
+                    .code()
+                    .is_none()
+                    .then(|| format!("killed by signal {status}")),
+            ),
             Ok(Err(e)) => (None, Some(format!("waiting for the command failed: {e}"))),
             Err(_) => {
                 let _ = child.wait().await;
-                (None, Some(format!("timed out after {} s", spec.timeout.as_secs_f64())))
+                (
+                    None,
+                    Some(format!("timed out after {} s", spec.timeout.as_secs_f64())),
+                )
             }
         };
         // Drain the streams (bounded: the group is dead, so the pipes close).
@@ -168,8 +203,19 @@ impl Sandbox for LocalSandbox {
         let _ = tokio::time::timeout(drain, err).await;
         let output = Arc::try_unwrap(sink)
             .map(|m| m.into_inner().expect("output lock").into_string())
-            .unwrap_or_else(|shared| std::mem::replace(&mut *shared.lock().expect("output lock"), CappedOutput::new(1)).into_string());
-        Ok(CommandResult { exit_code, duration: started.elapsed(), output, blocked })
+            .unwrap_or_else(|shared| {
+                std::mem::replace(
+                    &mut *shared.lock().expect("output lock"),
+                    CappedOutput::new(1),
+                )
+                .into_string()
+            });
+        Ok(CommandResult {
+            exit_code,
+            duration: started.elapsed(),
+            output,
+            blocked,
+        })
     }
 
     async fn close(&self) -> Result<()> {
@@ -201,7 +247,10 @@ mod tests {
     }
 
     async fn sandbox(dir: &Path) -> Box<dyn Sandbox> {
-        LocalSandboxProvider::default().open(dir, "test").await.unwrap()
+        LocalSandboxProvider::default()
+            .open(dir, "test")
+            .await
+            .unwrap()
     }
 
     #[tokio::test]
@@ -222,20 +271,36 @@ mod tests {
     async fn reports_exit_codes_and_missing_programs() {
         let dir = tempfile::tempdir().unwrap();
         let sb = sandbox(dir.path()).await;
-        let r = sb.exec(&spec(&["python3", "-c", "import sys; sys.exit(3)"], 10_000)).await.unwrap();
+        let r = sb
+            .exec(&spec(&["python3", "-c", "import sys; sys.exit(3)"], 10_000))
+            .await
+            .unwrap();
         assert_eq!(r.exit_code, Some(3));
         assert!(r.blocked.is_none());
         let mut allow = LocalConfig::default();
         allow.allowlist.programs.push("no-such-program-xyz".into());
-        let sb = LocalSandboxProvider::new(allow).open(dir.path(), "t").await.unwrap();
-        let r = sb.exec(&spec(&["no-such-program-xyz"], 1000)).await.unwrap();
-        assert_eq!(r.blocked.as_deref(), Some("program not found: no-such-program-xyz"));
+        let sb = LocalSandboxProvider::new(allow)
+            .open(dir.path(), "t")
+            .await
+            .unwrap();
+        let r = sb
+            .exec(&spec(&["no-such-program-xyz"], 1000))
+            .await
+            .unwrap();
+        assert_eq!(
+            r.blocked.as_deref(),
+            Some("program not found: no-such-program-xyz")
+        );
     }
 
     #[tokio::test]
     async fn refuses_programs_outside_the_allowlist() {
         let dir = tempfile::tempdir().unwrap();
-        let err = sandbox(dir.path()).await.exec(&spec(&["sh", "-c", "true"], 1000)).await.unwrap_err();
+        let err = sandbox(dir.path())
+            .await
+            .exec(&spec(&["sh", "-c", "true"], 1000))
+            .await
+            .unwrap_err();
         assert!(err.message.contains("not allowlisted"));
     }
 
@@ -247,12 +312,18 @@ mod tests {
             "import subprocess, time; p = subprocess.Popen(['python3', '-c', 'import time; time.sleep(60)']); open({:?}, 'w').write(str(p.pid)); time.sleep(60)",
             marker.display().to_string()
         );
-        let r = sandbox(dir.path()).await.exec(&spec(&["python3", "-c", &script], 1500)).await.unwrap();
+        let r = sandbox(dir.path())
+            .await
+            .exec(&spec(&["python3", "-c", &script], 1500))
+            .await
+            .unwrap();
         assert_eq!(r.blocked.as_deref(), Some("timed out after 1.5 s"));
         assert!(r.duration < Duration::from_secs(10));
         let pid: i32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
         // The grandchild was in the group and is gone (or a zombie reaped by init).
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false);
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false);
         assert!(!alive, "grandchild {pid} survived the timeout");
     }
 
@@ -261,7 +332,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = sandbox(dir.path())
             .await
-            .exec(&spec(&["python3", "-c", "import sys; sys.stdout.write('x' * 5_000_000); sys.stderr.write('END')"], 20_000))
+            .exec(&spec(
+                &[
+                    "python3",
+                    "-c",
+                    "import sys; sys.stdout.write('x' * 5_000_000); sys.stderr.write('END')",
+                ],
+                20_000,
+            ))
             .await
             .unwrap();
         assert!(r.passed());
