@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn consecutive_failures_accept_deterministic_well_before_the_cap() {
-        let (decision, runs) = run(std::iter::repeat(true).take(100));
+        let (decision, runs) = run(std::iter::repeat_n(true, 100));
         assert_eq!(
             decision.unwrap(),
             Decision {
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn only_passes_end_at_the_cap_unconfident_with_default_budget() {
-        let (decision, runs) = run(std::iter::repeat(false).take(100));
+        let (decision, runs) = run(std::iter::repeat_n(false, 100));
         assert_eq!(runs, 50);
         assert_eq!(
             decision.unwrap(),
