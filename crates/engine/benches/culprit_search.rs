@@ -63,7 +63,7 @@ async fn tracelab_search(s: &Scenario, k: usize) -> Measured {
     let id = InvestigationId::generate();
     let workspace = Arc::new(Workspace::create(git, id.short()).unwrap());
     let local = LocalConfig {
-        path: std::env::var("PATH").unwrap(),
+        path: search_path(),
         ..Default::default()
     };
     let pool = Arc::new(Pool::new(

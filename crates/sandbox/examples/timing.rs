@@ -8,17 +8,27 @@ use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 
 #[tokio::main]
 async fn main() {
-    let dir = std::env::temp_dir();
+    // Optional: a directory and a command to time instead of the default.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = args
+        .first()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let argv: Vec<String> = if args.len() > 1 {
+        args[1..].to_vec()
+    } else {
+        vec![
+            "python3".into(),
+            "-c".into(),
+            "import time; time.sleep(0.1)".into(),
+        ]
+    };
     let provider = LocalSandboxProvider::new(LocalConfig {
         path: "/usr/bin:/bin".into(),
         ..Default::default()
     });
     let spec = CommandSpec {
-        argv: vec![
-            "python3".into(),
-            "-c".into(),
-            "import time; time.sleep(0.1)".into(),
-        ],
+        argv,
         env: vec![],
         timeout: Duration::from_secs(10),
         output_limit: 4096,
@@ -31,7 +41,7 @@ async fn main() {
     );
     let started = Instant::now();
     for _ in 0..5 {
-        assert!(a.exec(&spec).await.unwrap().passed());
+        a.exec(&spec).await.unwrap();
     }
     println!(
         "alone: {:.0} ms per run",
@@ -41,12 +51,7 @@ async fn main() {
     for _ in 0..5 {
         let (r1, r2, r3, r4) =
             tokio::join!(a.exec(&spec), b.exec(&spec), c.exec(&spec), d.exec(&spec));
-        assert!(
-            r1.unwrap().passed()
-                && r2.unwrap().passed()
-                && r3.unwrap().passed()
-                && r4.unwrap().passed()
-        );
+        let _ = (r1.unwrap(), r2.unwrap(), r3.unwrap(), r4.unwrap());
     }
     println!(
         "4 at once: {:.0} ms per round",
