@@ -197,15 +197,7 @@ fn ctrl_c_cleans_up_worktrees_and_marks_the_investigation_failed() {
 /// Without `TRACELAB_TEST_DOCKER` they skip, saying why; with
 /// `TRACELAB_REQUIRE_BACKENDS=1` (CI) a skip is a failure.
 fn docker_available() -> bool {
-    if std::env::var_os("TRACELAB_TEST_DOCKER").is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("TRACELAB_REQUIRE_BACKENDS").is_none(),
-        "TRACELAB_REQUIRE_BACKENDS is set but TRACELAB_TEST_DOCKER is not"
-    );
-    eprintln!("skipped: set TRACELAB_TEST_DOCKER=1 to run against the Docker engine");
-    false
+    tracelab_testkit::backends::backend("TRACELAB_TEST_DOCKER").is_some()
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! a regression behind a range where the test fails differently, a flaky test,
 //! merges, long linear histories with slow tests.
 
+pub mod backends;
 pub mod scenarios;
 
 use std::path::{Path, PathBuf};

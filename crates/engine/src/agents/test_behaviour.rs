@@ -55,11 +55,28 @@ pub async fn classify(ctx: &Context) -> Result<Classification> {
     let mut blocked = 0u32;
     let mut blocked_reason = None;
     loop {
-        if let Some(decision) = classifier.decision() {
-            let command = ctx.test.display();
+        let judged_runs = classifier.runs();
+        let stuck = runs.len() as u32 >= MAX_RUNS_CAP || (judged_runs == 0 && blocked >= 2);
+        // Either the sequential test decided, or nothing more can be learnt.
+        let ending = match classifier.decision() {
+            Some(decision) => Some((decision, None)),
+            None if stuck => Some((
+                Decision {
+                    behaviour: Behaviour::NeverFails,
+                    confident: false,
+                },
+                Some(
+                    blocked_reason
+                        .clone()
+                        .unwrap_or_else(|| "the test never gave a judgeable result".into()),
+                ),
+            )),
+            None => None,
+        };
+        if let Some((decision, blocked)) = ending {
             let experiment = batch_experiment(
                 Step::Reproduction,
-                &command,
+                &ctx.test.display(),
                 &ctx.bad,
                 &runs,
                 ctx.config.stored_output_limit,
@@ -74,35 +91,7 @@ pub async fn classify(ctx: &Context) -> Result<Classification> {
                 baseline,
                 baseline_output,
                 experiment,
-                blocked: None,
-            });
-        }
-        let judged_runs = classifier.runs();
-        if runs.len() as u32 >= MAX_RUNS_CAP || (judged_runs == 0 && blocked >= 2) {
-            let command = ctx.test.display();
-            let experiment = batch_experiment(
-                Step::Reproduction,
-                &command,
-                &ctx.bad,
-                &runs,
-                ctx.config.stored_output_limit,
-                None,
-            )
-            .expect("at least one run");
-            let mut counts = RunCounts::default();
-            runs.iter().for_each(|r| counts.record(r.outcome));
-            let reason =
-                blocked_reason.unwrap_or_else(|| "the test never gave a judgeable result".into());
-            return Ok(Classification {
-                decision: Decision {
-                    behaviour: Behaviour::NeverFails,
-                    confident: false,
-                },
-                counts,
-                baseline,
-                baseline_output,
-                experiment,
-                blocked: Some(reason),
+                blocked,
             });
         }
         let remaining = ctx
