@@ -56,7 +56,7 @@ impl SandboxProvider for LocalSandboxProvider {
                 worktree.display()
             )));
         }
-        let home = tempfile_dir()?;
+        let home = private_home()?;
         Ok(Box::new(LocalSandbox {
             worktree: worktree.to_path_buf(),
             home,
@@ -66,21 +66,12 @@ impl SandboxProvider for LocalSandboxProvider {
 }
 
 /// A fresh empty directory used as `HOME`, so tools do not read the operator's dotfiles.
-fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!(
-        "tracelab-home-{}-{}",
-        std::process::id(),
-        uuid_like()
-    ));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::internal(format!("cannot create sandbox home: {e}")))?;
-    Ok(dir)
-}
-
-fn uuid_like() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+fn private_home() -> Result<PathBuf> {
+    tempfile::Builder::new()
+        .prefix("tracelab-home-")
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+        .map_err(|e| Error::internal(format!("cannot create sandbox home: {e}")))
 }
 
 /// Runs commands in one worktree on the host.
