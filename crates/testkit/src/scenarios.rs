@@ -21,6 +21,38 @@ const APP_BAD: &str = "def add(a, b):\n    # Fast path for small numbers.\n    i
 const UTIL: &str = "def fmt(value):\n    return f\"<{value}>\"\n";
 const TEST_APP: &str = "from app import add\nfrom util import fmt\n\n\ndef test_add():\n    result = add(2, 2)\n    assert result == 4, f\"add(2, 2) returned {fmt(result)}\"\n\n\nif __name__ == \"__main__\":\n    test_add()\n    print(\"ok\")\n";
 
+impl Scenario {
+    fn finish(
+        repo: FixtureRepo,
+        test_command: &str,
+        root: String,
+        culprit: Option<String>,
+        broken: Vec<String>,
+    ) -> Self {
+        let head = repo.head();
+        Scenario {
+            repo,
+            test_command: test_command.into(),
+            root,
+            culprit,
+            broken,
+            head,
+        }
+    }
+}
+
+/// The first commit of the calculator histories: `app.py`, `util.py`, `test_app.py` (passing).
+fn calculator(repo: &mut FixtureRepo) -> String {
+    repo.commit(
+        "Initial calculator",
+        &[
+            ("app.py", APP_GOOD),
+            ("util.py", UTIL),
+            ("test_app.py", TEST_APP),
+        ],
+    )
+}
+
 fn filler(repo: &mut FixtureRepo, i: usize) -> String {
     let notes = format!("release notes, entry {i}\n");
     repo.commit(&format!("Update notes ({i})"), &[("NOTES.md", &notes)])
@@ -34,14 +66,7 @@ fn filler(repo: &mut FixtureRepo, i: usize) -> String {
 /// blames commit 4; a signature-aware search must blame 17.
 pub fn regression_behind_broken_range() -> Scenario {
     let mut repo = FixtureRepo::new();
-    let root = repo.commit(
-        "Initial calculator",
-        &[
-            ("app.py", APP_GOOD),
-            ("util.py", UTIL),
-            ("test_app.py", TEST_APP),
-        ],
-    );
+    let root = calculator(&mut repo);
     let mut broken = Vec::new();
     let mut culprit = None;
     for i in 1..24 {
@@ -58,15 +83,7 @@ pub fn regression_behind_broken_range() -> Scenario {
             culprit = Some(sha);
         }
     }
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_app.py".into(),
-        root,
-        culprit,
-        broken,
-        head,
-    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, broken)
 }
 
 /// A linear history of `commits` commits whose test sleeps `test_seconds`;
@@ -93,15 +110,7 @@ pub fn linear_regression(commits: usize, culprit_at: usize, test_seconds: f64) -
             );
         }
     }
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_app.py".into(),
-        root,
-        culprit,
-        broken: Vec::new(),
-        head,
-    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
 
 /// A test that fails with probability `rate` at every commit (no culprit).
@@ -114,15 +123,7 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
     for i in 1..commits {
         filler(&mut repo, i);
     }
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_race.py".into(),
-        root,
-        culprit: None,
-        broken: Vec::new(),
-        head,
-    }
+    Scenario::finish(repo, "python3 test_race.py", root, None, Vec::new())
 }
 
 /// The regression is introduced on a feature branch that is merged into main.
@@ -134,14 +135,7 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
 /// ```
 pub fn regression_in_merged_branch() -> Scenario {
     let mut repo = FixtureRepo::new();
-    let root = repo.commit(
-        "Initial calculator",
-        &[
-            ("app.py", APP_GOOD),
-            ("util.py", UTIL),
-            ("test_app.py", TEST_APP),
-        ],
-    );
+    let root = calculator(&mut repo);
     filler(&mut repo, 1);
     repo.branch("feature");
     repo.commit(
@@ -155,40 +149,17 @@ pub fn regression_in_merged_branch() -> Scenario {
     filler(&mut repo, 3);
     repo.merge("feature", "Merge branch 'feature'");
     filler(&mut repo, 4);
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_app.py".into(),
-        root,
-        culprit: Some(culprit),
-        broken: Vec::new(),
-        head,
-    }
+    Scenario::finish(repo, "python3 test_app.py", root, Some(culprit), Vec::new())
 }
 
 /// The test passes at every commit.
 pub fn passing(commits: usize) -> Scenario {
     let mut repo = FixtureRepo::new();
-    let root = repo.commit(
-        "Initial calculator",
-        &[
-            ("app.py", APP_GOOD),
-            ("util.py", UTIL),
-            ("test_app.py", TEST_APP),
-        ],
-    );
+    let root = calculator(&mut repo);
     for i in 1..commits {
         filler(&mut repo, i);
     }
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_app.py".into(),
-        root,
-        culprit: None,
-        broken: Vec::new(),
-        head,
-    }
+    Scenario::finish(repo, "python3 test_app.py", root, None, Vec::new())
 }
 
 /// A test that only passes in UTC: it hard-codes a UTC hour for a timestamp
@@ -200,15 +171,7 @@ pub fn timezone_dependent(commits: usize) -> Scenario {
     for i in 1..commits {
         filler(&mut repo, i);
     }
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_time.py".into(),
-        root,
-        culprit: None,
-        broken: Vec::new(),
-        head,
-    }
+    Scenario::finish(repo, "python3 test_time.py", root, None, Vec::new())
 }
 
 /// A unittest suite where `test_b` passes alone and fails after `test_a`
@@ -222,15 +185,13 @@ pub fn order_dependent() -> Scenario {
         &[("shop.py", cache), ("test_shop.py", tests)],
     );
     filler(&mut repo, 1);
-    let head = repo.head();
-    Scenario {
+    Scenario::finish(
         repo,
-        test_command: "python3 -m unittest test_shop".into(),
+        "python3 -m unittest test_shop",
         root,
-        culprit: None,
-        broken: Vec::new(),
-        head,
-    }
+        None,
+        Vec::new(),
+    )
 }
 
 /// A regression that makes the test fail only sometimes: from commit
@@ -240,14 +201,7 @@ pub fn flaky_regression(commits: usize, culprit_at: usize, rate: f64) -> Scenari
         "import random\n\n\ndef add(a, b):\n    # Cache lookups race with writers.\n    if random.random() < {rate}:\n        return a + b + 1\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n"
     );
     let mut repo = FixtureRepo::new();
-    let root = repo.commit(
-        "Initial calculator",
-        &[
-            ("app.py", APP_GOOD),
-            ("util.py", UTIL),
-            ("test_app.py", TEST_APP),
-        ],
-    );
+    let root = calculator(&mut repo);
     let mut culprit = None;
     for i in 1..commits {
         if i == culprit_at {
@@ -256,13 +210,5 @@ pub fn flaky_regression(commits: usize, culprit_at: usize, rate: f64) -> Scenari
             filler(&mut repo, i);
         }
     }
-    let head = repo.head();
-    Scenario {
-        repo,
-        test_command: "python3 test_app.py".into(),
-        root,
-        culprit,
-        broken: Vec::new(),
-        head,
-    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
