@@ -16,6 +16,12 @@ pub struct Cli {
     /// No progress lines on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// A fleet's API (e.g. http://127.0.0.1:8080): `investigate` and `investigations` run there instead of in this process.
+    #[arg(long, global = true, env = "TRACELAB_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+    /// Bearer token for --server.
+    #[arg(long, global = true, env = "TRACELAB_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -35,6 +41,10 @@ pub enum Command {
     Index(IndexArgs),
     /// Rank the files, symbols and commits a failure output points at.
     Locate(LocateArgs),
+    /// Materialise a Repro Pack (worktree at its revision + script) and run it once.
+    Repro(crate::repro::ReproArgs),
+    /// CI step: collect test reports, the log tail, commit and environment fingerprint; print or send them.
+    Report(crate::report::ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -52,9 +62,9 @@ pub struct IndexArgs {
 pub struct LocateArgs {
     #[arg(long)]
     pub repo: PathBuf,
-    /// The failure output (test output, traceback or log); `-` for standard input.
-    #[arg(long)]
-    pub evidence: String,
+    /// The failure output (test output, traceback or log); `-` for standard input. Optional with --test: the suite's output is used.
+    #[arg(long, required_unless_present = "test")]
+    pub evidence: Option<String>,
     /// Revision to search (default HEAD).
     #[arg(long)]
     pub rev: Option<String>,
@@ -63,6 +73,21 @@ pub struct LocateArgs {
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
+    /// A Python test command (pytest or unittest, no shell): its suite runs under coverage.py in a local sandbox at --rev and adds the `spectrum` (Ochiai) component.
+    #[arg(long, value_name = "CMD")]
+    pub test: Option<String>,
+    /// The suite to run for coverage (default: --test without its test selection).
+    #[arg(long, value_name = "CMD", requires = "test")]
+    pub suite: Option<String>,
+    /// Wall-clock limit for the coverage run, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
+    /// Write a Repro Pack (revision, command, failing tests, environment delta, places of interest) for `tracelab repro`.
+    #[arg(long, value_name = "FILE", requires = "test")]
+    pub repro_pack: Option<std::path::PathBuf>,
+    /// Add sentence-embedding similarity (all-MiniLM-L6-v2) from a local model folder; without a value: $TRACELAB_MODEL_DIR, else ~/.cache/tracelab/models/all-MiniLM-L6-v2 (deploy/models/fetch-minilm.sh). Needs a build with `--features embeddings`.
+    #[arg(long, value_name = "MODEL_DIR", num_args = 0..=1)]
+    pub embeddings: Option<Option<PathBuf>>,
 }
 
 #[derive(Debug, Args)]

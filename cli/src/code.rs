@@ -1,10 +1,12 @@
 //! `tracelab index` and `tracelab locate`: the code index on one machine.
 //! Indexing is CPU-bound and synchronous, so it runs on a blocking thread.
+//! `locate --test` first runs the suite under coverage (`crate::repro`).
 
 use crate::args::{Format, IndexArgs, LocateArgs};
 use anyhow::Context as _;
 use std::io::Read;
 use std::process::ExitCode;
+use tracelab_code_index::repro::ReproPack;
 use tracelab_code_index::{LocateOptions, Locations};
 
 pub async fn index(args: IndexArgs) -> anyhow::Result<ExitCode> {
@@ -35,22 +37,71 @@ pub async fn index(args: IndexArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
-    let evidence = if args.evidence == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .lock()
-            .take(32 << 20)
-            .read_to_string(&mut text)
-            .context("cannot read standard input")?;
-        text
-    } else {
-        let bytes = std::fs::read(&args.evidence)
-            .with_context(|| format!("cannot read {}", args.evidence))?;
-        String::from_utf8_lossy(&bytes).into_owned()
+    let evidence = match args.evidence.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .lock()
+                .take(32 << 20)
+                .read_to_string(&mut text)
+                .context("cannot read standard input")?;
+            Some(text)
+        }
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        None => None,
+    };
+    // With --test: per-test coverage of the suite at the same revision.
+    let covered = match &args.test {
+        Some(test) => {
+            let (sha, command, spectrum) = crate::repro::spectrum_at(
+                &args.repo,
+                args.rev.as_deref(),
+                test,
+                args.suite.as_deref(),
+                std::time::Duration::from_secs(args.timeout),
+            )
+            .await?;
+            let failed = spectrum.failing.len();
+            eprintln!(
+                "coverage: {} tests ran, {failed} failed ({})",
+                spectrum.runs.len(),
+                if failed == 0 {
+                    "no spectrum component: nothing failed under coverage".to_string()
+                } else {
+                    spectrum
+                        .failing
+                        .iter()
+                        .map(|t| t.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            );
+            Some((sha, command, spectrum))
+        }
+        None => None,
+    };
+    let evidence = match (evidence, &covered) {
+        (Some(text), _) => text,
+        (None, Some((_, _, spectrum))) => spectrum.output.clone(),
+        (None, None) => anyhow::bail!("--evidence FILE or --test CMD is needed"),
     };
     let options = LocateOptions {
-        rev: args.rev.clone(),
+        // The commit the coverage ran at, so both describe the same code.
+        rev: covered
+            .as_ref()
+            .map(|(sha, _, _)| sha.clone())
+            .or(args.rev.clone()),
         top: args.top,
+        spectrum: covered
+            .as_ref()
+            .map(|(_, _, s)| std::sync::Arc::from(s.runs.clone())),
+        embedder: match args.embeddings.clone() {
+            Some(dir) => Some(tokio::task::spawn_blocking(move || embedder(dir)).await??),
+            None => None,
+        },
         ..LocateOptions::default()
     };
     let repo = args.repo.clone();
@@ -58,6 +109,18 @@ pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
         tracelab_code_index::locate(&repo, &evidence, &options)
     })
     .await??;
+    if let (Some(path), Some((sha, command, spectrum))) = (&args.repro_pack, &covered) {
+        let pack = ReproPack::from_spectrum(sha, command, spectrum, &found);
+        std::fs::write(path, serde_json::to_string_pretty(&pack)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!(
+            "repro pack: {} ({} failing test(s)); run it with `tracelab repro --pack {} --repo {}`",
+            path.display(),
+            pack.failing_tests.len(),
+            path.display(),
+            args.repo.display()
+        );
+    }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&found)?),
         Format::Markdown => print!("{}", render(&found)?),
@@ -107,4 +170,29 @@ fn render(found: &Locations) -> anyhow::Result<String> {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// `--embeddings [MODEL_DIR]`: all-MiniLM-L6-v2 from a local folder behind
+/// the content-hash cache, whose file under
+/// `$XDG_CACHE_HOME/tracelab/embeddings` (or `~/.cache/...`) lets the next
+/// run skip every unchanged symbol and commit text.
+fn embedder(
+    flag: Option<std::path::PathBuf>,
+) -> anyhow::Result<std::sync::Arc<dyn tracelab_code_index::embed::Embedder>> {
+    use std::path::PathBuf;
+    use tracelab_embed::{CachingEmbedder, Options, SentenceEmbedder, cache, model_dir};
+    let env = std::env::var_os("TRACELAB_MODEL_DIR").map(PathBuf::from);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let dir = model_dir::resolve(flag.as_deref(), env.as_deref(), home.as_deref())
+        .context("--embeddings: give MODEL_DIR or set TRACELAB_MODEL_DIR")?;
+    let model = SentenceEmbedder::from_dir(&dir, &Options::default())?;
+    let cached = CachingEmbedder::new(model, cache::DEFAULT_CAPACITY);
+    let cache_dir = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or(home.map(|h| h.join(".cache")))
+        .map(|d| d.join("tracelab/embeddings"));
+    let Some(cache_dir) = cache_dir else {
+        return Ok(std::sync::Arc::new(cached));
+    };
+    Ok(std::sync::Arc::new(cached.with_disk(&cache_dir)?))
 }

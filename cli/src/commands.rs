@@ -43,6 +43,19 @@ impl Progress for StderrProgress {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &cli.server {
+        let remote = crate::remote::Remote::new(url, cli.token.clone())?;
+        return match cli.command {
+            Command::Investigate(args) => remote.investigate(cli.quiet, &args).await,
+            Command::Investigations(cmd) => remote.investigations(cmd).await,
+            Command::Report(args) => {
+                crate::report::run(args, Some(url), cli.token.as_deref()).await
+            }
+            _ => bail!(
+                "--server applies to `investigate` and `investigations`; this command runs locally"
+            ),
+        };
+    }
     match cli.command {
         Command::Investigate(args) => investigate(&cli.db, cli.quiet, args).await,
         Command::Demo(args) => demo(&cli.db, cli.quiet, args).await,
@@ -50,6 +63,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Parse(args) => crate::parse::run(args),
         Command::Index(args) => crate::code::index(args).await,
         Command::Locate(args) => crate::code::locate(args).await,
+        Command::Repro(args) => crate::repro::run(args).await,
+        Command::Report(args) => crate::report::run(args, None, cli.token.as_deref()).await,
     }
 }
 

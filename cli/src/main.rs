@@ -7,6 +7,9 @@ mod code;
 mod commands;
 mod output;
 mod parse;
+mod remote;
+mod report;
+mod repro;
 
 use clap::Parser;
 

@@ -136,6 +136,16 @@ impl JetStreamBus {
     }
 
     /// The underlying client, for connection state and flushing.
+    /// Readiness: the connection to the server is up.
+    pub async fn ping(&self) -> Result<()> {
+        match self.client.connection_state() {
+            async_nats::connection::State::Connected => Ok(()),
+            state => Err(tracelab_domain::Error::unavailable(format!(
+                "NATS connection is {state:?}"
+            ))),
+        }
+    }
+
     pub fn client(&self) -> &async_nats::Client {
         &self.client
     }

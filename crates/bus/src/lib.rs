@@ -10,7 +10,7 @@
 //! 1. A producer publishes a [`Message`] — subject, unique id, payload, W3C
 //!    `traceparent` — usually through [`publish_json`]. The [`Topology`]
 //!    names the stream that captures the subject (`tracelab.evidence.>`,
-//!    `tracelab.investigations.*.events`, the `tracelab.jobs.verify` work
+//!    `tracelab.investigations.>`, the `tracelab.jobs.verify` work
 //!    queue, `tracelab.dlq.>`); a second publish with the same id inside the
 //!    duplicate window is dropped (`Nats-Msg-Id` on JetStream).
 //! 2. A service opens a durable pull [`Consumer`] ([`ConsumerSpec`]: stream,

@@ -71,7 +71,7 @@ impl Topology {
             },
             StreamSpec {
                 name: format!("{upper}_INVESTIGATIONS"),
-                subjects: vec![format!("{prefix}.investigations.*.events")],
+                subjects: vec![format!("{prefix}.investigations.>")],
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(30 * DAY),
@@ -113,6 +113,17 @@ impl Topology {
     /// Everything that happens to one investigation: `<prefix>.investigations.<id>.events`.
     pub fn investigation_events(&self, id: &str) -> String {
         format!("{}.investigations.{id}.events", self.prefix)
+    }
+
+    /// One step of one investigation's pipeline: `<prefix>.investigations.<id>.<step>`
+    /// (`requested`, `arbitrate.proposed`, `arbitrate.verified.<n>`, `decided`).
+    pub fn investigation_step(&self, id: &str, step: &str) -> String {
+        format!("{}.investigations.{id}.{step}", self.prefix)
+    }
+
+    /// Filter over one step of every investigation: `<prefix>.investigations.*.<step>`.
+    pub fn investigation_steps(&self, step: &str) -> String {
+        format!("{}.investigations.*.{step}", self.prefix)
     }
 
     /// The verification work queue: `<prefix>.jobs.verify`.

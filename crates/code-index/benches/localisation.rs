@@ -237,7 +237,7 @@ fn main() {
         let (ff, fs) = locator.baseline_innermost_frame(&built.evidence);
         let (f_file, f_func) = (rank(&ff, &expected_files), rank(&fs, &expected));
         frame.push(f_file, f_func);
-        let (bf, bs) = locator.baseline_bm25(&built.evidence);
+        let (bf, bs) = locator.baseline_bm25(&built.evidence).unwrap();
         let (b_file, b_func) = (rank(&bf, &expected_files), rank(&bs, &expected));
         bm25.push(b_file, b_func);
         let c_rank = loc

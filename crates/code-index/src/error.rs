@@ -34,6 +34,14 @@ pub enum Error {
     Coverage(String),
     #[error("embedder: {0}")]
     Embedder(String),
+    #[error("full-text index: {0}")]
+    Search(String),
+    /// A vector store adapter's failure, with the kind it maps to (a server
+    /// that does not answer is `Unavailable`, a rejected request `InvalidArgument`).
+    #[error("vector store: {message}")]
+    VectorStore { kind: ErrorKind, message: String },
+    #[error("sandbox: {0}")]
+    Sandbox(#[from] tracelab_domain::Error),
 }
 
 impl Error {
@@ -49,6 +57,16 @@ impl Error {
             Error::Cache { .. } => ErrorKind::Internal,
             Error::InvalidArgument(_) | Error::Coverage(_) => ErrorKind::InvalidArgument,
             Error::Embedder(_) => ErrorKind::Unavailable,
+            Error::Search(_) => ErrorKind::Internal,
+            Error::VectorStore { kind, .. } => *kind,
+            Error::Sandbox(e) => match e.kind {
+                tracelab_domain::ErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
+                tracelab_domain::ErrorKind::NotFound => ErrorKind::NotFound,
+                tracelab_domain::ErrorKind::Conflict => ErrorKind::Conflict,
+                tracelab_domain::ErrorKind::Unavailable => ErrorKind::Unavailable,
+                tracelab_domain::ErrorKind::Timeout => ErrorKind::Timeout,
+                tracelab_domain::ErrorKind::Internal => ErrorKind::Internal,
+            },
         }
     }
 

@@ -15,23 +15,26 @@
 //! to repository files. [`locate::Locator`] turns frames into symbols and
 //! their call-graph neighbourhood ([`callgraph`]) — the *symbol overlap* —,
 //! measures *path proximity* to the frames, runs the text through the
-//! [`bm25`] index of symbols and commit messages ([`tokenize`] splits
-//! identifiers), optionally through an [`embed::Embedder`] and a
+//! [`lexical`] (tantivy BM25) index of symbols and commit messages
+//! ([`tokenize`] splits identifiers), optionally through an [`embed::Embedder`] and a
 //! [`vector::VectorIndex`], adds *time decay* from the revision window, and
 //! ranks with [`score`] after hard filters (language, path prefix, revision
 //! window, tests). Every result carries each component's value, weight and a
 //! human reason. [`agent`] is the code-path agent's core on top: suspects
 //! from frames plus spectrum-based fault localisation ([`sbfl`], Ochiai) when
-//! per-test coverage exists.
+//! per-test coverage exists. [`coverage`] runs a Python suite under
+//! coverage.py in a sandbox (the domain's `Sandbox` port) to get that
+//! coverage, which `locate` then reports as the *spectrum* component;
+//! [`repro`] is the Repro Pack that lets the failure be run again.
 //!
 //! Partial results are data: a file that does not parse still yields what
 //! was understood plus [`model::Diagnostic`]s. Errors are [`Error`], one
 //! [`ErrorKind`] each.
 
 pub mod agent;
-pub mod bm25;
 pub mod cache;
 pub mod callgraph;
+pub mod coverage;
 pub mod embed;
 pub mod error;
 pub mod evidence;
@@ -39,9 +42,11 @@ pub mod extract;
 pub mod history;
 pub mod indexer;
 pub mod lang;
+pub mod lexical;
 pub mod locate;
 pub mod model;
 pub mod qualify;
+pub mod repro;
 pub mod sbfl;
 pub mod score;
 pub mod snapshot;

@@ -3,7 +3,6 @@
 //! (repository, revision, window) and answers many queries; `locate` is the
 //! one-shot function `tracelab locate` calls.
 
-use crate::bm25::Bm25Index;
 use crate::callgraph::reachable;
 use crate::embed::Embedder;
 use crate::error::Result;
@@ -11,10 +10,12 @@ use crate::evidence::{PathMatcher, parse_frames};
 use crate::history::{CommitChanges, blame_lines, commit_changes};
 use crate::indexer::{Indexer, default_cache_dir, open_repo, resolve_commit};
 use crate::lang::{Language, is_test_path, is_test_symbol};
+use crate::lexical::LexicalIndex;
 use crate::model::{Symbol, SymbolId};
+use crate::sbfl::{TestRun, ochiai, rank_functions};
 use crate::score::{Component, Reason, Weights, combine, path_proximity, time_decay};
 use crate::snapshot::Snapshot;
-use crate::tokenize::{for_each_token, tokens};
+use crate::tokenize::tokens;
 use crate::vector::{ExactCosineIndex, Filter, Payload, Record, VectorIndex};
 use git2::Repository;
 
@@ -68,6 +69,9 @@ pub struct LocateOptions {
     pub weights: Weights,
     pub half_life_days: f64,
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// Per-test coverage of a suite run (`coverage::collect`): adds the
+    /// `spectrum` component to the one-shot [`locate`].
+    pub spectrum: Option<Arc<[TestRun]>>,
 }
 
 impl std::fmt::Debug for LocateOptions {
@@ -83,6 +87,7 @@ impl std::fmt::Debug for LocateOptions {
                 "embedder",
                 &self.embedder.as_ref().map(|e| e.model_id().to_string()),
             )
+            .field("spectrum_tests", &self.spectrum.as_ref().map(|s| s.len()))
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +106,7 @@ impl Default for LocateOptions {
             weights: Weights::default(),
             half_life_days: 14.0,
             embedder: None,
+            spectrum: None,
         }
     }
 }
@@ -153,9 +159,9 @@ pub struct RepoFrame {
 pub struct Locator {
     pub snapshot: Snapshot,
     matcher: PathMatcher,
-    symbol_bm25: Bm25Index,
+    symbol_bm25: LexicalIndex,
     commits: Vec<CommitChanges>,
-    commit_bm25: Bm25Index,
+    commit_bm25: LexicalIndex,
     by_qname: HashMap<String, SymbolId>,
     /// Callables by name (4+ characters), for names the evidence mentions.
     by_name: HashMap<String, Vec<SymbolId>>,
@@ -269,14 +275,7 @@ impl Locator {
                 snapshot.symbols.len()
             )));
         }
-        let mut symbol_bm25 = Bm25Index::new();
-        let mut toks: Vec<String> = Vec::new();
-        for text in &texts {
-            toks.clear();
-            for_each_token(text, |t| toks.push(t.to_string()));
-            symbol_bm25.add(toks.iter().map(String::as_str));
-        }
-        let mut commit_bm25 = Bm25Index::new();
+        let symbol_bm25 = LexicalIndex::build(&texts)?;
         let mut symbol_changed = HashMap::new();
         let mut file_changed = HashMap::new();
         let mut commit_texts = Vec::new();
@@ -294,7 +293,6 @@ impl Locator {
                 c.commit.message,
                 short.into_iter().collect::<Vec<_>>().join(" ")
             );
-            commit_bm25.add(tokens(&text).iter().map(String::as_str));
             for s in touched {
                 symbol_changed.entry(s).or_insert(c.commit.time);
             }
@@ -303,6 +301,7 @@ impl Locator {
             }
             commit_texts.push(text);
         }
+        let commit_bm25 = LexicalIndex::build(&commit_texts)?;
         let (symbol_vectors, commit_vectors) = match &opts.embedder {
             Some(e) => {
                 let sv = ExactCosineIndex::new(e.dimension());
@@ -520,8 +519,11 @@ impl Locator {
         (0.0, "not changed in the revision window".into())
     }
 
-    fn available(&self, frames: &[RepoFrame]) -> Vec<Component> {
+    fn available(&self, frames: &[RepoFrame], spectrum: bool) -> Vec<Component> {
         let mut c = vec![Component::SymbolOverlap];
+        if spectrum {
+            c.push(Component::Spectrum);
+        }
         if !frames.is_empty() {
             c.push(Component::PathProximity);
         }
@@ -537,8 +539,8 @@ impl Locator {
 
     /// BM25 of the evidence against symbols: normalised scores and a hint of
     /// the matched terms' weight, for candidates passing the filters.
-    fn bm25_symbols(&self, query: &[String]) -> HashMap<SymbolId, f64> {
-        let hits = self.symbol_bm25.search(query, CANDIDATES * 4);
+    fn bm25_symbols(&self, query: &[String]) -> Result<HashMap<SymbolId, f64>> {
+        let hits = self.symbol_bm25.search(query, CANDIDATES * 4)?;
         let hits: Vec<_> = hits
             .into_iter()
             .filter(|h| {
@@ -548,9 +550,10 @@ impl Locator {
             .take(CANDIDATES)
             .collect();
         let max = hits.first().map_or(1.0, |h| h.score).max(1e-9);
-        hits.into_iter()
+        Ok(hits
+            .into_iter()
             .map(|h| (h.doc, f64::from(h.score / max)))
-            .collect()
+            .collect())
     }
 
     fn embedding_symbols(&self, evidence: &str) -> Result<HashMap<SymbolId, f64>> {
@@ -570,25 +573,53 @@ impl Locator {
             .collect())
     }
 
+    /// Ochiai per callable from per-test coverage, with a readable reason;
+    /// empty when no test failed (nothing to be suspicious of).
+    fn spectrum_symbols(&self, runs: &[TestRun]) -> HashMap<SymbolId, (f64, String)> {
+        let failed = runs.iter().filter(|r| !r.passed).count();
+        rank_functions(&self.snapshot, &ochiai(runs))
+            .into_iter()
+            .map(|f| {
+                let why = format!(
+                    "Ochiai {:.2} at line {}: run by {}/{failed} failing and {} passing tests",
+                    f.score, f.line, f.failed, f.passed
+                );
+                (f.symbol, (f.score, why))
+            })
+            .collect()
+    }
+
     /// Ranks suspects for a failure's text.
     pub fn locate(&self, evidence: &str) -> Result<Locations> {
+        self.locate_with(evidence, None)
+    }
+
+    /// Ranks suspects for a failure's text and, when given, the per-test
+    /// coverage of a suite run in which it failed (the `spectrum`
+    /// component; unavailable when no covered test failed).
+    pub fn locate_with(&self, evidence: &str, spectrum: Option<&[TestRun]>) -> Result<Locations> {
         let snap = &self.snapshot;
         let frames = self.repo_frames(evidence);
         let overlap = self.overlap(&frames, evidence);
         let query = tokens(evidence);
-        let bm25 = self.bm25_symbols(&query);
+        let bm25 = self.bm25_symbols(&query)?;
         let embedding = self.embedding_symbols(evidence)?;
-        let effective = self.opts.weights.effective(&self.available(&frames));
+        let sbfl = spectrum.map_or_else(HashMap::new, |runs| self.spectrum_symbols(runs));
+        let effective = self
+            .opts
+            .weights
+            .effective(&self.available(&frames, !sbfl.is_empty()));
 
         let mut candidates: BTreeSet<SymbolId> = BTreeSet::new();
         candidates.extend(overlap.keys());
         candidates.extend(bm25.keys());
         candidates.extend(embedding.keys());
+        candidates.extend(sbfl.keys());
         for f in &frames {
             candidates.extend(snap.symbols_in(&f.path).iter().map(|s| s.id));
         }
         let mut symbols = Vec::new();
-        let mut per_file: HashMap<String, [(f64, String); 3]> = HashMap::new();
+        let mut per_file: HashMap<String, [(f64, String); 4]> = HashMap::new();
         for id in candidates {
             let s = snap.symbol(id);
             if !s.kind.is_callable() || !self.passes(s) {
@@ -599,11 +630,14 @@ impl Locator {
             let b = bm25.get(&id).copied().unwrap_or(0.0);
             let em = embedding.get(&id).copied().unwrap_or(0.0);
             let (td, td_why) = self.decay_for(Some(&s.qualified_name), &s.path);
+            let (sp, sp_why) = sbfl.get(&id).cloned().unwrap_or((0.0, String::new()));
             let fe = per_file.entry(s.path.clone()).or_default();
-            for (slot, (v, why)) in
-                fe.iter_mut()
-                    .zip([(ov, &ov_why), (b, &String::new()), (em, &String::new())])
-            {
+            for (slot, (v, why)) in fe.iter_mut().zip([
+                (ov, &ov_why),
+                (b, &String::new()),
+                (em, &String::new()),
+                (sp, &sp_why),
+            ]) {
                 if v > slot.0 {
                     *slot = (
                         v,
@@ -628,6 +662,7 @@ impl Locator {
                     ),
                     (Component::Embedding, em, format!("cosine {em:.2}")),
                     (Component::TimeDecay, td, td_why),
+                    (Component::Spectrum, sp, sp_why),
                 ],
             );
             symbols.push(SymbolLocation {
@@ -654,28 +689,31 @@ impl Locator {
         }
         let mut files: Vec<FileLocation> = per_file
             .into_iter()
-            .map(|(path, [(ov, ov_why), (b, b_why), (em, em_why)])| {
-                let (px, px_why) = self.frame_proximity(&frames, &path);
-                let (td, td_why) = self.decay_for(None, &path);
-                let (score, reasons) = combine(
-                    &effective,
-                    vec![
-                        (Component::SymbolOverlap, ov, ov_why),
-                        (Component::PathProximity, px, px_why),
-                        (Component::Bm25, b, format!("best symbol {b_why}")),
-                        (Component::Embedding, em, format!("best symbol {em_why}")),
-                        (Component::TimeDecay, td, td_why),
-                    ],
-                );
-                FileLocation {
-                    path,
-                    score,
-                    reasons,
-                }
-            })
+            .map(
+                |(path, [(ov, ov_why), (b, b_why), (em, em_why), (sp, sp_why)])| {
+                    let (px, px_why) = self.frame_proximity(&frames, &path);
+                    let (td, td_why) = self.decay_for(None, &path);
+                    let (score, reasons) = combine(
+                        &effective,
+                        vec![
+                            (Component::SymbolOverlap, ov, ov_why),
+                            (Component::PathProximity, px, px_why),
+                            (Component::Bm25, b, format!("best symbol {b_why}")),
+                            (Component::Embedding, em, format!("best symbol {em_why}")),
+                            (Component::TimeDecay, td, td_why),
+                            (Component::Spectrum, sp, format!("best symbol {sp_why}")),
+                        ],
+                    );
+                    FileLocation {
+                        path,
+                        score,
+                        reasons,
+                    }
+                },
+            )
             .collect();
 
-        let commits = self.rank_commits(&frames, &overlap, &query, evidence, &effective)?;
+        let commits = self.rank_commits(&frames, &overlap, &sbfl, &query, evidence, &effective)?;
         let top = self.opts.top;
         sort_and_cut(&mut symbols, top, |s| (s.score, s.symbol.clone()));
         sort_and_cut(&mut files, top, |f| (f.score, f.path.clone()));
@@ -709,5 +747,5 @@ pub fn locate(repo: &Path, evidence: &str, opts: &LocateOptions) -> Result<Locat
     let indexer = Indexer::open(&cache_dir)?;
     let locator = Locator::build(&r, &indexer, opts)?;
     indexer.save()?;
-    locator.locate(evidence)
+    locator.locate_with(evidence, opts.spectrum.as_deref())
 }

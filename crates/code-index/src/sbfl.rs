@@ -163,9 +163,28 @@ pub fn parse_coverage_py_json(json: &str) -> Result<BTreeMap<String, BTreeSet<Li
     Ok(out)
 }
 
+/// Whether two test names denote the same test: equal, or one is the other
+/// with leading packages (`test_cart.T.test_a` ~ `tests.test_cart.T.test_a`).
+/// Separators are `.`, `/` and `::`, so `test_a` never matches `my_test_a`.
+pub fn same_test(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.replace(".py::", "::")
+            .replace("::", ".")
+            .replace('/', ".")
+    };
+    let (a, b) = (norm(a), norm(b));
+    let (long, short) = if a.len() >= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    long == short
+        || (long.ends_with(short.as_str()) && long.as_bytes()[long.len() - short.len() - 1] == b'.')
+}
+
 /// Joins per-test coverage with outcomes: a test fails when its name is in
-/// `failing` (exact, or one ends with the other, so `tests/t.py::test_a`
-/// matches `test_a`-style context names).
+/// `failing` (by [`same_test`], so runner ids and coverage context names
+/// of the same test match).
 pub fn runs_from_coverage(
     coverage: BTreeMap<String, BTreeSet<Line>>,
     failing: &BTreeSet<String>,
@@ -173,9 +192,7 @@ pub fn runs_from_coverage(
     coverage
         .into_iter()
         .map(|(name, covered)| {
-            let passed = !failing
-                .iter()
-                .any(|f| *f == name || f.ends_with(&name) || name.ends_with(f.as_str()));
+            let passed = !failing.iter().any(|f| same_test(f, &name));
             TestRun {
                 name,
                 passed,
@@ -240,5 +257,21 @@ mod tests {
         assert_eq!((top.path.as_str(), top.line), ("pkg/a.py", 3));
         assert!(parse_coverage_py_json(r#"{"files": {"a.py": {"executed_lines": [1]}}}"#).is_err());
         assert!(parse_coverage_py_json("not json").is_err());
+    }
+
+    #[test]
+    fn test_names_match_on_separators_only() {
+        assert!(same_test("tests.test_cart.T.test_a", "test_cart.T.test_a"));
+        assert!(same_test(
+            "tests/test_a.py::test_y",
+            "tests/test_a.py::test_y"
+        ));
+        assert!(same_test(
+            "tests/test_a.py::T::test_y",
+            "tests.test_a.T.test_y"
+        ));
+        assert!(same_test("t.test_a", "t.test_a"));
+        assert!(!same_test("t.my_test_a", "test_a"));
+        assert!(!same_test("t.test_a", "t.test_ab"));
     }
 }

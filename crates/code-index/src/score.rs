@@ -1,7 +1,9 @@
 //! The hybrid score: `0.35·symbol_overlap + 0.2·path_proximity + 0.2·bm25 +
-//! 0.2·embedding + 0.05·time_decay`. A component that is unavailable for a
-//! query (no embedder, no commits in the window, no frame to be near) drops
-//! out and the remaining weights are renormalised to sum to 1. Every
+//! 0.2·embedding + 0.05·time_decay`, plus `0.4·spectrum` (Ochiai over
+//! per-test coverage) when a coverage run is given. A component that is
+//! unavailable for a query (no embedder, no commits in the window, no frame
+//! to be near, no coverage) drops out and the remaining weights are
+//! renormalised to sum to 1. Every
 //! component is reported with its value, effective weight and contribution.
 
 use serde::{Deserialize, Serialize};
@@ -14,15 +16,18 @@ pub enum Component {
     Bm25,
     Embedding,
     TimeDecay,
+    /// Ochiai suspiciousness from per-test coverage.
+    Spectrum,
 }
 
 impl Component {
-    pub const ALL: [Component; 5] = [
+    pub const ALL: [Component; 6] = [
         Component::SymbolOverlap,
         Component::PathProximity,
         Component::Bm25,
         Component::Embedding,
         Component::TimeDecay,
+        Component::Spectrum,
     ];
 }
 
@@ -33,6 +38,9 @@ pub struct Weights {
     pub bm25: f64,
     pub embedding: f64,
     pub time_decay: f64,
+    /// Executed-by-failing-tests evidence is the strongest single signal
+    /// when it exists, so it outweighs symbol overlap.
+    pub spectrum: f64,
 }
 
 impl Default for Weights {
@@ -43,6 +51,7 @@ impl Default for Weights {
             bm25: 0.2,
             embedding: 0.2,
             time_decay: 0.05,
+            spectrum: 0.4,
         }
     }
 }
@@ -55,6 +64,7 @@ impl Weights {
             Component::Bm25 => self.bm25,
             Component::Embedding => self.embedding,
             Component::TimeDecay => self.time_decay,
+            Component::Spectrum => self.spectrum,
         }
     }
 

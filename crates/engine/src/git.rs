@@ -179,12 +179,14 @@ impl Git {
         .await
     }
 
-    /// Adds a worktree at `path` on `rev`, detached or on a new `branch`.
+    /// Adds a worktree at `path` on `rev`, detached or on `branch` (created,
+    /// or reset to `rev` — also when a crashed process left it checked out in
+    /// a worktree of its own).
     pub async fn add_worktree(&self, path: &Path, rev: &str, branch: Option<&str>) -> Result<()> {
         let path_str = path.to_string_lossy();
         match branch {
             Some(b) => {
-                self.run(&["worktree", "add", "-q", "-B", b, &path_str, rev])
+                self.run(&["worktree", "add", "-q", "-f", "-B", b, &path_str, rev])
                     .await?
             }
             None => {

@@ -1,27 +1,17 @@
 //! The embedded pipeline: one process runs reproduction, the agents, the
 //! verifier and the arbiter, persisting every state transition.
 
-use crate::agents::git_history::{self, FlakeModel};
-use crate::agents::test_behaviour;
 use crate::config::{EngineConfig, InvestigateRequest};
 use crate::context::Context;
-use crate::git::Git;
-use crate::pool::Pool;
-use crate::probe::TestCommand;
+use crate::phases::{conclude, propose, reproduce, verify_candidate};
 use crate::progress::Progress;
-use crate::verify::{RevertPlan, verify_revert};
-use crate::workspace::Workspace;
+use crate::session::{Prepared, Session, prepare};
 use std::sync::Arc;
 use std::time::Instant;
-use tracelab_domain::arbiter::select_winner;
-use tracelab_domain::hypothesis::{Hypothesis, HypothesisKind};
-use tracelab_domain::ids::{HypothesisId, InvestigationId};
+use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
 use tracelab_domain::report::Report;
-use tracelab_domain::runner;
-use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP};
 use tracelab_domain::state::{InvestigationState, Transition};
-use tracelab_domain::verdict::decide;
 use tracelab_domain::{Error, ErrorKind, Result};
 
 /// Why an investigation ended without a diagnosis. The investigation (if it
@@ -64,36 +54,6 @@ impl Tracker<'_> {
 }
 
 impl Engine {
-    /// Validates the request before anything is stored or created.
-    async fn prepare(
-        &self,
-        request: &InvestigateRequest,
-    ) -> Result<(Git, TestCommand, String, Option<String>)> {
-        self.config.validate()?;
-        let git = Git::open(&request.repo).await?;
-        let argv = self.config.allowlist.parse(&request.test_command)?;
-        let runner = runner::detect(&argv);
-        let bad = git
-            .resolve(request.bad.as_deref().unwrap_or("HEAD"))
-            .await?;
-        let good = match &request.good {
-            Some(g) => {
-                let good = git.resolve(g).await?;
-                if good == bad {
-                    return Err(Error::invalid("--good and --bad name the same commit"));
-                }
-                if !git.is_ancestor(&good, &bad).await? {
-                    return Err(Error::invalid(format!(
-                        "--good {g} is not an ancestor of the bad revision"
-                    )));
-                }
-                Some(good)
-            }
-            None => None,
-        };
-        Ok((git, TestCommand { argv, runner }, bad, good))
-    }
-
     /// Runs one investigation to WAITING_FOR_REVIEW (a diagnosis, whatever the
     /// verdict), or returns why it could not.
     pub async fn investigate(
@@ -111,15 +71,15 @@ impl Engine {
         id: InvestigationId,
         request: InvestigateRequest,
     ) -> std::result::Result<Report, Aborted> {
-        let (git, test, bad, good) = self
-            .prepare(&request)
+        let prepared = prepare(&self.config, &request)
             .await
             .map_err(|error| Aborted { id: None, error })?;
         let started = Instant::now();
         let created_at = time::OffsetDateTime::now_utc();
-        let repository = git.path().display().to_string();
+        let repository = prepared.git.path().display().to_string();
+        let test_display = prepared.test.display();
         self.store
-            .create(&id, &repository, &test.display())
+            .create(&id, &repository, &test_display)
             .await
             .map_err(|error| Aborted { id: None, error })?;
         let mut tracker = Tracker {
@@ -128,16 +88,7 @@ impl Engine {
             state: InvestigationState::Created,
             transitions: Vec::new(),
         };
-        let outcome = self
-            .run(
-                &mut tracker,
-                &request,
-                git,
-                test.clone(),
-                bad.clone(),
-                good.clone(),
-            )
-            .await;
+        let outcome = self.run(&mut tracker, &request, prepared).await;
         match outcome {
             Ok(mut report) => {
                 report.created_at = created_at;
@@ -154,12 +105,7 @@ impl Engine {
                 Ok(report)
             }
             Err(error) => {
-                let end =
-                    if error.kind == ErrorKind::Unavailable || error.kind == ErrorKind::Timeout {
-                        InvestigationState::Blocked
-                    } else {
-                        InvestigationState::Failed
-                    };
+                let end = end_state_for(&error);
                 if !tracker.state.is_terminal() {
                     let _ = tracker.move_to(end, Some(error.message.clone())).await;
                 }
@@ -175,171 +121,67 @@ impl Engine {
         &self,
         tracker: &mut Tracker<'_>,
         request: &InvestigateRequest,
-        git: Git,
-        test: TestCommand,
-        bad: String,
-        good: Option<String>,
+        prepared: Prepared,
     ) -> Result<Report> {
-        let id = tracker.id.clone();
-        let workspace = Arc::new(Workspace::create(git, id.short())?);
-        let pool = Arc::new(Pool::new(
-            workspace.clone(),
+        let good = prepared.good.clone();
+        let session = Session::open(
+            tracker.id.clone(),
+            request.issue_id.clone(),
+            prepared,
+            self.config.clone(),
             self.sandboxes.clone(),
-            &id.0,
-            self.config.parallelism,
-        ));
-        let ctx = Context {
-            id: id.clone(),
-            issue_id: request
-                .issue_id
-                .clone()
-                .unwrap_or_else(|| id.short().to_string()),
-            config: self.config.clone(),
-            pool: pool.clone(),
-            test,
-            bad,
-            progress: self.progress.clone(),
-        };
-        let result = self.pipeline(tracker, &ctx, good).await;
-        pool.close().await;
-        if let Ok(report) = &result
-            && let Some(branch) = report.winner.as_ref().and_then(|w| w.branch.as_ref())
-        {
-            workspace.keep_branch(branch);
-        }
-        drop(ctx);
-        drop(pool);
-        drop(workspace); // removes worktrees and the branches of losing hypotheses
+            self.progress.clone(),
+        )?;
+        let result = pipeline(tracker, &session.ctx, good).await;
+        let keep = result
+            .as_ref()
+            .ok()
+            .and_then(|r| r.winner.as_ref())
+            .and_then(|w| w.branch.clone());
+        session.close(keep.as_deref()).await;
         result
     }
+}
 
-    async fn pipeline(
-        &self,
-        tracker: &mut Tracker<'_>,
-        ctx: &Context,
-        good: Option<String>,
-    ) -> Result<Report> {
-        use InvestigationState::*;
-        tracker.move_to(ContextLoading, None).await?;
-        ctx.progress.report(&format!(
-            "reproducing `{}` at {}",
-            ctx.test.display(),
-            &ctx.bad[..12]
-        ));
-        let classification = test_behaviour::classify(ctx).await?;
-        if let Some(reason) = &classification.blocked {
-            return Err(Error::unavailable(format!(
-                "the test could not run at the bad revision: {reason}"
-            )));
-        }
-        ctx.progress.report(&format!(
-            "the failure is {:?} ({} of {} runs failed)",
-            classification.decision.behaviour,
-            classification.counts.failures,
-            classification.counts.runs
-        ));
-
-        tracker.move_to(Investigating, None).await?;
-        let mut hypotheses: Vec<Hypothesis> = Vec::new();
-        let behaviour = classification.decision.behaviour;
-        let mut bisect = None;
-        let mut notes = Vec::new();
-        let mut culprit = None;
-
-        let history = async {
-            let Some(baseline) = classification.baseline.clone() else {
-                return Ok(None);
-            };
-            let model = FlakeModel::new(
-                classification.failure_rate(),
-                ctx.config.good_miss_probability,
-                MAX_RUNS_CAP,
-                baseline,
-            );
-            if let Some(g) = &good {
-                git_history::check_good(ctx, g, &model).await?;
-            }
-            git_history::find_culprit(ctx, good.clone(), &model)
-                .await
-                .map(|f| Some((f, model)))
-        };
-        let behaviour_agent = async {
-            let order = test_behaviour::order_dependence(ctx, 0, &classification).await?;
-            let env = test_behaviour::environment_dependence(ctx, 0, &classification).await?;
-            Ok::<_, Error>((order, env))
-        };
-        let (history, (order, env)) = futures::future::try_join(history, behaviour_agent).await?;
-        // Numbers follow a fixed agent order, whatever finished first.
-        hypotheses.extend(test_behaviour::flaky_hypothesis(ctx, 0, &classification));
-        hypotheses.extend(order);
-        hypotheses.extend(env);
-        for (i, h) in hypotheses.iter_mut().enumerate() {
-            h.number = i as u32 + 1;
-            h.id = HypothesisId::new(&ctx.id, h.number);
-        }
-        let mut model = None;
-        if let Some((finding, m)) = history {
-            if let Some(note) = &finding.summary.note {
-                notes.push(note.clone());
-            }
-            culprit = finding.culprit.clone();
-            bisect = Some(finding.summary);
-            model = Some(m);
-        }
-
-        tracker.move_to(Verifying, None).await?;
-        if let (Some(sha), Some(model)) = (&culprit, &model)
-            && hypotheses.len() < ctx.config.max_hypotheses
-        {
-            ctx.progress
-                .report(&format!("verifying the revert of {}", &sha[..12]));
-            let plan = RevertPlan {
-                number: hypotheses.len() as u32 + 1,
-                culprit: sha,
-                classification: &classification,
-                passes_needed: model.passes_needed,
-            };
-            hypotheses.push(verify_revert(ctx, plan).await?);
-        }
-
-        tracker.move_to(Arbitrating, None).await?;
-        let winner = select_winner(&hypotheses).cloned();
-        let verdict = decide(winner.as_ref(), &hypotheses, behaviour);
-        let culprit_info = winner
-            .as_ref()
-            .filter(|w| w.kind == HypothesisKind::Revert)
-            .and_then(|w| w.culprit.clone());
-        if culprit_info.is_none()
-            && let Some(h) = hypotheses.iter().find(|h| h.kind == HypothesisKind::Revert)
-        {
-            notes.push(format!(
-                "the culprit candidate was not verified: {}",
-                h.status_reason
-            ));
-        }
-        let flaky = matches!(behaviour, Behaviour::Flaky).then(|| classification.flaky_stats());
-        tracker.move_to(WaitingForReview, None).await?;
-        ctx.progress
-            .report(&format!("verdict: {}", verdict.as_str()));
-        Ok(Report {
-            id: ctx.id.clone(),
-            state: tracker.state,
-            verdict,
-            culprit: culprit_info,
-            flaky,
-            hypotheses,
-            winner,
-            repository: String::new(),
-            test_command: ctx.test.display(),
-            bad: ctx.bad.clone(),
-            good: bisect.as_ref().and_then(|b| b.good.clone()),
-            failure: classification.baseline.as_ref().map(|b| b.describe()),
-            reproduction: Some(classification.experiment.clone()),
-            bisect,
-            notes,
-            created_at: time::OffsetDateTime::now_utc(),
-            duration_ms: 0,
-            transitions: Vec::new(),
-        })
+/// Unavailable or timed-out dependencies block an investigation (it can be
+/// retried); anything else fails it.
+pub fn end_state_for(error: &Error) -> InvestigationState {
+    if error.kind == ErrorKind::Unavailable || error.kind == ErrorKind::Timeout {
+        InvestigationState::Blocked
+    } else {
+        InvestigationState::Failed
     }
+}
+
+async fn pipeline(
+    tracker: &mut Tracker<'_>,
+    ctx: &Context,
+    good: Option<String>,
+) -> Result<Report> {
+    use InvestigationState::*;
+    tracker.move_to(ContextLoading, None).await?;
+    let classification = reproduce(ctx).await?;
+    tracker.move_to(Investigating, None).await?;
+    let proposal = propose(ctx, &classification, good).await?;
+    tracker.move_to(Verifying, None).await?;
+    let mut hypotheses = proposal.hypotheses.clone();
+    if let Some(candidate) = &proposal.revert {
+        hypotheses.push(verify_candidate(ctx, &classification, candidate).await?);
+    }
+    tracker.move_to(Arbitrating, None).await?;
+    let report = conclude(
+        &ctx.id,
+        ctx.test.display(),
+        ctx.bad.clone(),
+        &classification,
+        proposal,
+        hypotheses,
+    );
+    tracker.move_to(WaitingForReview, None).await?;
+    ctx.progress
+        .report(&format!("verdict: {}", report.verdict.as_str()));
+    Ok(Report {
+        state: tracker.state,
+        ..report
+    })
 }

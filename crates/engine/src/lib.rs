@@ -16,9 +16,11 @@ pub mod config;
 pub mod context;
 pub mod git;
 pub mod investigate;
+pub mod phases;
 pub mod pool;
 pub mod probe;
 pub mod progress;
+pub mod session;
 pub mod verify;
 pub mod workspace;
 

@@ -61,7 +61,24 @@ impl Workspace {
         let path = self.root.join(name);
         self.worktrees.lock().expect("lock").push(path.clone());
         self.branches.lock().expect("lock").push(branch.to_string());
-        self.git.add_worktree(&path, rev, Some(branch)).await?;
+        match self.git.add_worktree(&path, rev, Some(branch)).await {
+            Ok(()) => {}
+            Err(e) => {
+                // The branch of one hypothesis is only ever used by the one
+                // process verifying it; if another worktree holds it, an
+                // earlier attempt died (kill -9, lost machine) and left it.
+                let Some(stale) = worktree_holding(&e.message) else {
+                    return Err(e);
+                };
+                tracing::warn!(
+                    branch,
+                    stale,
+                    "removing the worktree a crashed attempt left on this branch"
+                );
+                self.git.remove_worktree(Path::new(stale)).await?;
+                self.git.add_worktree(&path, rev, Some(branch)).await?;
+            }
+        }
         Ok(Worktree { path })
     }
 
@@ -114,5 +131,22 @@ impl Drop for Workspace {
         {
             self.git_sync(&["branch", "-D", "-q", branch]);
         }
+    }
+}
+
+/// The path in git's "cannot force update the branch '…' used by worktree at
+/// '<path>'" refusal.
+fn worktree_holding(message: &str) -> Option<&str> {
+    let rest = message.split("used by worktree at '").nth(1)?;
+    rest.split('\'').next().filter(|p| !p.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn finds_the_worktree_holding_a_branch() {
+        let m = "git worktree: fatal: cannot force update the branch 'ai-debug/K-h1' used by worktree at '/tmp/tracelab-x/h1'";
+        assert_eq!(super::worktree_holding(m), Some("/tmp/tracelab-x/h1"));
+        assert_eq!(super::worktree_holding("fatal: other"), None);
     }
 }

@@ -17,6 +17,12 @@ pub enum Error {
     /// A concurrent writer changed a group first (optimistic concurrency).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A group store did not answer in time (pool exhausted, lock wait).
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// A bug or corrupt stored data; retrying will not help.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// Reading the input failed.
     #[error("reading input: {0}")]
     Io(#[from] std::io::Error),
@@ -29,6 +35,8 @@ pub enum ErrorKind {
     NotFound,
     Conflict,
     Unavailable,
+    Timeout,
+    Internal,
 }
 
 impl Error {
@@ -38,6 +46,8 @@ impl Error {
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Conflict(_) => ErrorKind::Conflict,
+            Error::Timeout(_) => ErrorKind::Timeout,
+            Error::Internal(_) => ErrorKind::Internal,
             Error::Unavailable(_) | Error::Io(_) => ErrorKind::Unavailable,
         }
     }

@@ -277,6 +277,8 @@ pub struct Limits {
     pub max_causes: usize,
     /// Diagnostics kept; the rest are counted.
     pub max_diagnostics: usize,
+    /// Log records read from one OTLP request or log batch; the rest are counted.
+    pub max_records: usize,
 }
 
 impl Default for Limits {
@@ -290,6 +292,7 @@ impl Default for Limits {
             max_message_bytes: 4096,
             max_causes: 8,
             max_diagnostics: 100,
+            max_records: 100_000,
         }
     }
 }

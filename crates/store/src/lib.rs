@@ -16,14 +16,22 @@
 //! redelivery is a no-op, not a duplicate.
 //!
 //! [`conformance`] is the behaviour every store must have; both stores run it.
+//!
+//! [`groups`] holds failure groups (the ingest library's `GroupStore`) on
+//! both databases, with its own conformance suite that the in-memory store
+//! runs too.
 
 pub mod conformance;
+pub mod groups;
 mod idempotency;
 mod pg_error;
+mod pipeline;
 mod postgres;
 mod sqlite;
 
+pub use groups::{PgGroupStore, SqliteGroupStore};
 pub use idempotency::record_once;
+pub use pipeline::{ArbitrationInput, InvestigationRow, ProposalRecord};
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
 pub use tracelab_domain::ports::InvestigationStore;

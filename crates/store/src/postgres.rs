@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
+use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::InvestigationStore;
 use tracelab_domain::report::{InvestigationSummary, Report};
@@ -44,7 +45,7 @@ impl Default for PgOptions {
     }
 }
 
-fn json<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -85,12 +86,18 @@ impl PgStore {
                 .await
                 .map_err(|e| Error::unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
             // Audited: `schema` passed valid_schema ([a-z_][a-z0-9_]*).
-            sqlx::query(sqlx::AssertSqlSafe(format!(
+            let created = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "CREATE SCHEMA IF NOT EXISTS {schema}"
             )))
             .execute(&mut conn)
-            .await
-            .map_err(db_error)?;
+            .await;
+            match created {
+                Ok(_) => {}
+                // Several services starting at once race on IF NOT EXISTS;
+                // the loser sees a unique violation: the schema exists.
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {}
+                Err(e) => return Err(db_error(e)),
+            }
             conn.close().await.map_err(db_error)?;
             connect = connect.options([("search_path", schema.as_str())]);
         }
@@ -112,6 +119,15 @@ impl PgStore {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Readiness: the server answers a query.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(db_error)
     }
 
     /// Starts a transaction (for [`crate::record_once`] and the consumer's own writes).
@@ -219,42 +235,7 @@ impl InvestigationStore for PgStore {
             .await
             .map_err(db_error)?;
         for h in &report.hypotheses {
-            sqlx::query(
-                "INSERT INTO hypotheses (id, investigation_id, number, agent, kind, status, summary, patch, branch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(&h.id.0)
-            .bind(&report.id.0)
-            .bind(h.number as i32)
-            .bind(json(&h.agent))
-            .bind(json(&h.kind))
-            .bind(h.status.as_str())
-            .bind(&h.summary)
-            .bind(&h.patch)
-            .bind(&h.branch)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-            for e in &h.experiments {
-                let counts = e.effective_counts();
-                sqlx::query(
-                    "INSERT INTO experiments (hypothesis_id, step, command, revision, exit_code, duration_ms, outcome, output, sandbox, note, runs, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                )
-                .bind(&h.id.0)
-                .bind(e.step.as_str())
-                .bind(&e.command)
-                .bind(&e.revision)
-                .bind(e.exit_code)
-                .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
-                .bind(json(&e.outcome))
-                .bind(&e.output)
-                .bind(&e.sandbox)
-                .bind(&e.note)
-                .bind(counts.runs as i32)
-                .bind(counts.failures as i32)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-            }
+            insert_hypothesis(&mut tx, &report.id, h).await?;
         }
         tx.commit().await.map_err(db_error)
     }
@@ -334,4 +315,57 @@ impl InvestigationStore for PgStore {
             })
             .collect()
     }
+}
+
+/// Writes one hypothesis row (with its full JSON) and its experiments.
+pub(crate) async fn insert_hypothesis(
+    tx: &mut sqlx::PgConnection,
+    investigation: &InvestigationId,
+    h: &Hypothesis,
+) -> Result<()> {
+    let body = serde_json::to_value(h)
+        .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
+    sqlx::query(
+        "INSERT INTO hypotheses (id, investigation_id, number, agent, kind, status, summary, patch, branch, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(&h.id.0)
+    .bind(&investigation.0)
+    .bind(h.number as i32)
+    .bind(json(&h.agent))
+    .bind(json(&h.kind))
+    .bind(h.status.as_str())
+    .bind(&h.summary)
+    .bind(&h.patch)
+    .bind(&h.branch)
+    .bind(&body)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    insert_experiments(tx, h).await
+}
+
+/// Writes the experiments of `h` (the caller removed any earlier ones).
+pub(crate) async fn insert_experiments(tx: &mut sqlx::PgConnection, h: &Hypothesis) -> Result<()> {
+    for e in &h.experiments {
+        let counts = e.effective_counts();
+        sqlx::query(
+            "INSERT INTO experiments (hypothesis_id, step, command, revision, exit_code, duration_ms, outcome, output, sandbox, note, runs, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(&h.id.0)
+        .bind(e.step.as_str())
+        .bind(&e.command)
+        .bind(&e.revision)
+        .bind(e.exit_code)
+        .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
+        .bind(json(&e.outcome))
+        .bind(&e.output)
+        .bind(&e.sandbox)
+        .bind(&e.note)
+        .bind(counts.runs as i32)
+        .bind(counts.failures as i32)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
 }

@@ -83,6 +83,12 @@ impl SqliteStore {
         Self::migrated(pool).await
     }
 
+    /// The migrated pool, for stores of other tables in the same file
+    /// (`SqliteGroupStore`).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     async fn migrated(pool: SqlitePool) -> Result<Self> {
         sqlx::migrate!("../../migrations/sqlite")
             .run(&pool)

@@ -25,8 +25,8 @@ impl Locator {
 
     /// Baseline: BM25 alone over callables (same filters), with files ranked
     /// by their best symbol.
-    pub fn baseline_bm25(&self, evidence: &str) -> (Vec<String>, Vec<String>) {
-        let hits = self.symbol_bm25.search(&tokens(evidence), CANDIDATES * 4);
+    pub fn baseline_bm25(&self, evidence: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let hits = self.symbol_bm25.search(&tokens(evidence), CANDIDATES * 4)?;
         let mut files = Vec::new();
         let mut symbols = Vec::new();
         for h in hits {
@@ -39,6 +39,6 @@ impl Locator {
             }
             symbols.push(s.qualified_name.clone());
         }
-        (files, symbols)
+        Ok((files, symbols))
     }
 }

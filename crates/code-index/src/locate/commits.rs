@@ -9,11 +9,12 @@ impl Locator {
         &self,
         frames: &[RepoFrame],
         overlap: &HashMap<SymbolId, (f64, String)>,
+        sbfl: &HashMap<SymbolId, (f64, String)>,
         query: &[String],
         evidence: &str,
         effective: &[(Component, f64)],
     ) -> Result<Vec<CommitLocation>> {
-        let hits = self.commit_bm25.search(query, self.commits.len());
+        let hits = self.commit_bm25.search(query, self.commits.len())?;
         let max = hits.first().map_or(1.0, |h| h.score).max(1e-9);
         let bm25: HashMap<u32, f64> = hits
             .into_iter()
@@ -61,10 +62,16 @@ impl Locator {
             let touched = c.touched_callables();
             // A commit that touches many functions says less about each.
             let specificity = 1.0 / (1.0 + (touched.len().max(1) as f64).ln());
+            let mut sp = (0.0, String::new());
             for name in &touched {
                 let Some(id) = self.by_qname.get(name) else {
                     continue;
                 };
+                if let Some((v, why)) = sbfl.get(id)
+                    && *v > sp.0
+                {
+                    sp = (*v, format!("touches {name} ({why})"));
+                }
                 if let Some((v, why)) = overlap.get(id)
                     && TOUCHES * specificity * *v > ov.0
                 {
@@ -105,6 +112,7 @@ impl Locator {
                         td,
                         format!("{:.1} days before the revision", age as f64 / 86_400.0),
                     ),
+                    (Component::Spectrum, sp.0, sp.1),
                 ],
             );
             out.push(CommitLocation {

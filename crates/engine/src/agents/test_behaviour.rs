@@ -17,7 +17,7 @@ use tracelab_domain::sequential::{Behaviour, Classifier, Decision, MAX_RUNS_CAP}
 use tracelab_domain::signature::FailureSignature;
 
 /// What re-running at the bad revision established.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Classification {
     pub decision: Decision,
     pub counts: RunCounts,

@@ -1,0 +1,13 @@
+//! What the five services share besides the domain: their common settings
+//! ([`settings`]), connections that retry with backoff ([`connect`]),
+//! protobuf events on the bus ([`events`]) and the consumer loop that turns a
+//! handler's result into ack / nak / dead letter while keeping long jobs
+//! alive with progress acks ([`worker`]).
+
+pub mod connect;
+pub mod events;
+pub mod sandbox;
+pub mod settings;
+pub mod worker;
+
+pub use settings::FleetSettings;

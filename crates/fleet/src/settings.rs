@@ -1,0 +1,43 @@
+//! Settings every service has. Each service embeds them as `[fleet]` in its
+//! own settings, so `TRACELAB__FLEET__NATS_URL=…` or `--set fleet.nats_url=…`
+//! reach every service the same way.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct FleetSettings {
+    pub nats_url: String,
+    pub postgres_url: String,
+    /// Tables live in this schema (created if missing); empty = `public`.
+    pub postgres_schema: String,
+    /// Subject prefix and stream-name prefix (`tracelab` → `tracelab.jobs.verify`, `TRACELAB_JOBS_VERIFY`).
+    pub subject_prefix: String,
+    /// OTLP/gRPC endpoint for spans; empty = `OTEL_EXPORTER_OTLP_ENDPOINT` or no export.
+    pub otlp_endpoint: String,
+    /// Seconds in-flight work may take to finish after a shutdown request.
+    pub drain_seconds: u64,
+}
+
+impl Default for FleetSettings {
+    fn default() -> Self {
+        Self {
+            nats_url: "nats://127.0.0.1:4222".into(),
+            postgres_url: "postgres://tracelab@127.0.0.1:5432/tracelab".into(),
+            postgres_schema: String::new(),
+            subject_prefix: "tracelab".into(),
+            otlp_endpoint: String::new(),
+            drain_seconds: 60,
+        }
+    }
+}
+
+impl FleetSettings {
+    pub fn topology(&self) -> tracelab_bus::Topology {
+        tracelab_bus::Topology::with_prefix(&self.subject_prefix)
+    }
+
+    pub fn otlp(&self) -> Option<&str> {
+        Some(self.otlp_endpoint.as_str()).filter(|e| !e.is_empty())
+    }
+}

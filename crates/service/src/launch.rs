@@ -1,0 +1,80 @@
+//! The whole `main` of a service: flags, layered settings, telemetry, signal
+//! handling, then the service's `run(settings, shutdown)`. Exit codes: 0
+//! after a clean shutdown, 2 for bad configuration, 1 when `run` fails.
+
+use crate::{Shutdown, config, telemetry};
+use clap::Parser;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Flags every service binary takes.
+#[derive(Parser, Debug)]
+#[command(version)]
+pub struct Args {
+    /// TOML settings file (see deploy/local/fleet.toml for every setting).
+    #[arg(long, env = "TRACELAB_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Overrides one setting, e.g. `--set fleet.nats_url=nats://host:4222` (repeatable).
+    /// Environment variables `TRACELAB__FLEET__NATS_URL=…` work too.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Prints the effective settings as TOML-like JSON and exits.
+    #[arg(long)]
+    pub print_config: bool,
+}
+
+/// Runs `service` to completion.
+pub fn launch<S, F, Fut>(service: &'static str, otlp: fn(&S) -> Option<&str>, run: F) -> ExitCode
+where
+    S: Serialize + DeserializeOwned + Default,
+    F: FnOnce(S, Shutdown) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let args = Args::parse();
+    let settings: S = match config::load(args.config.as_deref(), &args.set) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{service}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.print_config {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&settings).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{service}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let _telemetry = match telemetry::init(service, otlp(&settings)) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{service}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        match run(settings, Shutdown::on_signals()).await {
+            Ok(()) => {
+                tracing::info!("{service} stopped");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "{service} failed");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

@@ -1,0 +1,32 @@
+//! Failure groups (tracelab-ingest's [`GroupStore`]) on PostgreSQL and
+//! SQLite. The pure model in `tracelab-ingest` ([`FailureGroup::observe`],
+//! `resolve`, `mark_investigation`) holds all the logic; these stores only
+//! load a group under a lock, apply the model and write it back in one
+//! transaction, so they behave exactly like [`InMemoryGroupStore`] —
+//! [`conformance`] checks that on all three.
+//!
+//! [`GroupStore`]: tracelab_ingest::GroupStore
+//! [`FailureGroup::observe`]: tracelab_ingest::FailureGroup::observe
+//! [`InMemoryGroupStore`]: tracelab_ingest::InMemoryGroupStore
+
+mod columns;
+pub mod conformance;
+mod postgres;
+mod sqlite;
+
+pub use postgres::PgGroupStore;
+pub use sqlite::SqliteGroupStore;
+
+/// A store error (domain kinds) as an ingest error of the same kind.
+fn domain_error(e: tracelab_domain::Error) -> tracelab_ingest::Error {
+    use tracelab_domain::ErrorKind as K;
+    use tracelab_ingest::Error;
+    match e.kind {
+        K::InvalidArgument => Error::InvalidArgument(e.message),
+        K::NotFound => Error::NotFound(e.message),
+        K::Conflict => Error::Conflict(e.message),
+        K::Unavailable => Error::Unavailable(e.message),
+        K::Timeout => Error::Timeout(e.message),
+        K::Internal => Error::Internal(e.message),
+    }
+}

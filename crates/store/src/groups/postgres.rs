@@ -1,0 +1,230 @@
+//! [`GroupStore`] on PostgreSQL (`failure_groups`, migration 0005).
+//!
+//! `record` runs in one transaction: lock the group's row
+//! (`SELECT ... FOR UPDATE`), or create it with `INSERT ... ON CONFLICT DO
+//! NOTHING` (a concurrent creator wins and this writer then locks the row it
+//! made), apply [`FailureGroup::observe`], write the row back. Writers of one
+//! group queue on its row lock, so every sighting is counted exactly once and
+//! exactly one of them sees [`Observation::New`]; groups with different keys
+//! do not block each other.
+
+use super::columns::{Columns, group_columns, status_name};
+use crate::{PgOptions, PgStore};
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Postgres, Row, Transaction};
+use tracelab_ingest::{
+    Error, FailureGroup, GroupKey, GroupStore, Observation, Occurrence, Reason, Result,
+};
+
+/// Failure groups in PostgreSQL, sharing the fleet store's pool and migrations.
+#[derive(Debug, Clone)]
+pub struct PgGroupStore {
+    pool: PgPool,
+}
+
+/// sqlx errors through the store's one PostgreSQL mapping, onto ingest's kinds.
+fn db_error(e: sqlx::Error) -> Error {
+    super::domain_error(crate::pg_error::db_error(e))
+}
+
+fn from_row(row: &PgRow) -> Result<FailureGroup> {
+    let get_err = |e: sqlx::Error| Error::Internal(format!("unreadable failure group row: {e}"));
+    Columns {
+        key: row.try_get("group_key").map_err(get_err)?,
+        title: row.try_get("title").map_err(get_err)?,
+        kind: row.try_get("kind").map_err(get_err)?,
+        language: row.try_get("language").map_err(get_err)?,
+        first_seen: row.try_get("first_seen").map_err(get_err)?,
+        last_seen: row.try_get("last_seen").map_err(get_err)?,
+        count: row.try_get("count").map_err(get_err)?,
+        commits: row.try_get("commits").map_err(get_err)?,
+        branches: row.try_get("branches").map_err(get_err)?,
+        test_ids: row.try_get("test_ids").map_err(get_err)?,
+        status: status_name(row.try_get("status").map_err(get_err)?)?,
+        resolved_at: row.try_get("resolved_at").map_err(get_err)?,
+        resolved_commit: row.try_get("resolved_commit").map_err(get_err)?,
+        regressions: row.try_get("regressions").map_err(get_err)?,
+        investigation: row.try_get("investigation").map_err(get_err)?,
+        version: row.try_get("version").map_err(get_err)?,
+    }
+    .into_group()
+}
+
+impl PgGroupStore {
+    /// Uses `pool`, whose database must be migrated (by [`PgStore::connect`],
+    /// which runs every `migrations/postgres` file, `failure_groups` included).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Connects and migrates like [`PgStore::connect`].
+    pub async fn connect(url: &str, options: PgOptions) -> Result<Self> {
+        let store = PgStore::connect(url, options)
+            .await
+            .map_err(super::domain_error)?;
+        Ok(Self::new(store.pool().clone()))
+    }
+
+    async fn lock(
+        tx: &mut Transaction<'_, Postgres>,
+        key: &GroupKey,
+    ) -> Result<Option<FailureGroup>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups WHERE group_key = $1 FOR UPDATE"
+        ))
+        .bind(&key.0)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    /// Inserts `g`; false when a row with its key already exists.
+    async fn insert(tx: &mut Transaction<'_, Postgres>, g: &FailureGroup) -> Result<bool> {
+        let c = Columns::from_group(g)?;
+        let done = sqlx::query(concat!(
+            "INSERT INTO failure_groups (",
+            group_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+             ON CONFLICT (group_key) DO NOTHING"
+        ))
+        .bind(c.key)
+        .bind(c.title)
+        .bind(c.kind)
+        .bind(c.language)
+        .bind(c.first_seen)
+        .bind(c.last_seen)
+        .bind(c.count)
+        .bind(c.commits)
+        .bind(c.branches)
+        .bind(c.test_ids)
+        .bind(c.status)
+        .bind(c.resolved_at)
+        .bind(c.resolved_commit)
+        .bind(c.regressions)
+        .bind(c.investigation)
+        .bind(c.version)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Writes back every column the model may change (the row is locked).
+    async fn save(tx: &mut Transaction<'_, Postgres>, g: &FailureGroup) -> Result<()> {
+        let c = Columns::from_group(g)?;
+        sqlx::query(
+            "UPDATE failure_groups SET first_seen = $2, last_seen = $3, count = $4, commits = $5, \
+             branches = $6, test_ids = $7, status = $8, resolved_at = $9, resolved_commit = $10, \
+             regressions = $11, investigation = $12, version = $13 WHERE group_key = $1",
+        )
+        .bind(c.key)
+        .bind(c.first_seen)
+        .bind(c.last_seen)
+        .bind(c.count)
+        .bind(c.commits)
+        .bind(c.branches)
+        .bind(c.test_ids)
+        .bind(c.status)
+        .bind(c.resolved_at)
+        .bind(c.resolved_commit)
+        .bind(c.regressions)
+        .bind(c.investigation)
+        .bind(c.version)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Locks an existing group, applies `change`, saves it.
+    async fn update(
+        &self,
+        key: &GroupKey,
+        change: impl FnOnce(&mut FailureGroup),
+    ) -> Result<FailureGroup> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let mut g = Self::lock(&mut tx, key)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
+        change(&mut g);
+        Self::save(&mut tx, &g).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(g)
+    }
+}
+
+#[async_trait::async_trait]
+impl GroupStore for PgGroupStore {
+    async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let existing = match Self::lock(&mut tx, &occ.key).await? {
+            Some(g) => g,
+            None => {
+                let g = FailureGroup::new(occ);
+                if Self::insert(&mut tx, &g).await? {
+                    tx.commit().await.map_err(db_error)?;
+                    return Ok((g, Observation::New));
+                }
+                // Another writer created it after our SELECT; its row is committed now.
+                Self::lock(&mut tx, &occ.key).await?.ok_or_else(|| {
+                    Error::Internal(format!(
+                        "failure group {} vanished while recording",
+                        occ.key
+                    ))
+                })?
+            }
+        };
+        let mut g = existing;
+        let obs = g.observe(occ);
+        Self::save(&mut tx, &g).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok((g, obs))
+    }
+
+    async fn get(&self, key: &GroupKey) -> Result<Option<FailureGroup>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups WHERE group_key = $1"
+        ))
+        .bind(&key.0)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn resolve(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        commit: Option<String>,
+    ) -> Result<FailureGroup> {
+        self.update(key, |g| g.resolve(at, commit)).await
+    }
+
+    async fn mark_investigation(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        reason: Reason,
+    ) -> Result<FailureGroup> {
+        self.update(key, |g| g.mark_investigation(at, reason)).await
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups ORDER BY last_seen DESC, group_key COLLATE \"C\" LIMIT $1"
+        ))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(from_row).collect()
+    }
+}

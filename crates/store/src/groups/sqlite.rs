@@ -1,0 +1,232 @@
+//! [`GroupStore`] on SQLite (`failure_groups`, migration 0002), the embedded
+//! mode's store. SQLite has one writer at a time: each write runs in a
+//! `BEGIN IMMEDIATE` transaction, which takes the write lock before reading
+//! (a deferred transaction that reads and then writes can fail with
+//! SQLITE_BUSY when another writer got in between), then reads the group,
+//! applies the model ([`FailureGroup::observe`]) and writes it back.
+
+use super::columns::{Columns, group_columns, status_name};
+use crate::SqliteStore;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, SqlitePool, Transaction};
+use std::path::Path;
+use tracelab_ingest::{
+    Error, FailureGroup, GroupKey, GroupStore, Observation, Occurrence, Reason, Result,
+};
+
+/// Failure groups in the embedded SQLite database.
+#[derive(Debug, Clone)]
+pub struct SqliteGroupStore {
+    pool: SqlitePool,
+}
+
+fn db_error(e: sqlx::Error) -> Error {
+    match &e {
+        sqlx::Error::PoolTimedOut => Error::Timeout(format!("group store busy: {e}")),
+        sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            Error::Unavailable(format!("group store unavailable: {e}"))
+        }
+        // SQLITE_BUSY (5) and its extended codes: the write lock stayed taken past the busy timeout.
+        sqlx::Error::Database(db)
+            if db
+                .code()
+                .and_then(|c| c.parse::<i32>().ok())
+                .is_some_and(|c| c & 0xff == 5) =>
+        {
+            Error::Timeout(format!("group store busy: {e}"))
+        }
+        _ => Error::Internal(format!("group store error: {e}")),
+    }
+}
+
+fn set(column: &str, items: &[String]) -> Result<String> {
+    serde_json::to_string(items)
+        .map_err(|e| Error::Internal(format!("cannot encode {column}: {e}")))
+}
+
+fn from_row(row: &SqliteRow) -> Result<FailureGroup> {
+    let get_err = |e: sqlx::Error| Error::Internal(format!("unreadable failure group row: {e}"));
+    let list = |column: &str| -> Result<Vec<String>> {
+        let text: String = row.try_get(column).map_err(get_err)?;
+        serde_json::from_str(&text)
+            .map_err(|e| Error::Internal(format!("stored {column} is not a JSON list: {e}")))
+    };
+    let investigation = row
+        .try_get::<Option<String>, _>("investigation")
+        .map_err(get_err)?
+        .map(|s| serde_json::from_str(&s))
+        .transpose()
+        .map_err(|e| Error::Internal(format!("stored investigation mark is not JSON: {e}")))?;
+    Columns {
+        key: row.try_get("group_key").map_err(get_err)?,
+        title: row.try_get("title").map_err(get_err)?,
+        kind: row.try_get("kind").map_err(get_err)?,
+        language: row.try_get("language").map_err(get_err)?,
+        first_seen: row.try_get("first_seen").map_err(get_err)?,
+        last_seen: row.try_get("last_seen").map_err(get_err)?,
+        count: row.try_get("count").map_err(get_err)?,
+        commits: list("commits")?,
+        branches: list("branches")?,
+        test_ids: list("test_ids")?,
+        status: status_name(row.try_get("status").map_err(get_err)?)?,
+        resolved_at: row.try_get("resolved_at").map_err(get_err)?,
+        resolved_commit: row.try_get("resolved_commit").map_err(get_err)?,
+        regressions: row.try_get("regressions").map_err(get_err)?,
+        investigation,
+        version: row.try_get("version").map_err(get_err)?,
+    }
+    .into_group()
+}
+
+impl SqliteGroupStore {
+    /// Uses the pool of a migrated [`SqliteStore`] (same file, same migrations).
+    pub fn new(store: &SqliteStore) -> Self {
+        Self {
+            pool: store.pool().clone(),
+        }
+    }
+
+    /// Opens (creating and migrating) the database file.
+    pub async fn open(path: &Path) -> Result<Self> {
+        let store = SqliteStore::open(path).await.map_err(super::domain_error)?;
+        Ok(Self::new(&store))
+    }
+
+    /// A private in-memory database (tests).
+    pub async fn in_memory() -> Result<Self> {
+        let store = SqliteStore::in_memory()
+            .await
+            .map_err(super::domain_error)?;
+        Ok(Self::new(&store))
+    }
+
+    async fn begin(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_error)
+    }
+
+    async fn load(
+        tx: &mut Transaction<'_, Sqlite>,
+        key: &GroupKey,
+    ) -> Result<Option<FailureGroup>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups WHERE group_key = ?"
+        ))
+        .bind(&key.0)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    /// Inserts or replaces the whole row (the write lock is held).
+    async fn save(tx: &mut Transaction<'_, Sqlite>, g: &FailureGroup) -> Result<()> {
+        let c = Columns::from_group(g)?;
+        let investigation = c.investigation.as_ref().map(|v| v.to_string());
+        sqlx::query(concat!(
+            "INSERT OR REPLACE INTO failure_groups (",
+            group_columns!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ))
+        .bind(&c.key)
+        .bind(&c.title)
+        .bind(&c.kind)
+        .bind(&c.language)
+        .bind(c.first_seen)
+        .bind(c.last_seen)
+        .bind(c.count)
+        .bind(set("commits", &c.commits)?)
+        .bind(set("branches", &c.branches)?)
+        .bind(set("test_ids", &c.test_ids)?)
+        .bind(c.status)
+        .bind(c.resolved_at)
+        .bind(&c.resolved_commit)
+        .bind(c.regressions)
+        .bind(investigation)
+        .bind(c.version)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn update(
+        &self,
+        key: &GroupKey,
+        change: impl FnOnce(&mut FailureGroup),
+    ) -> Result<FailureGroup> {
+        let mut tx = self.begin().await?;
+        let mut g = Self::load(&mut tx, key)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("failure group {key}")))?;
+        change(&mut g);
+        Self::save(&mut tx, &g).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(g)
+    }
+}
+
+#[async_trait::async_trait]
+impl GroupStore for SqliteGroupStore {
+    async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)> {
+        let mut tx = self.begin().await?;
+        let (g, obs) = match Self::load(&mut tx, &occ.key).await? {
+            Some(mut g) => {
+                let obs = g.observe(occ);
+                (g, obs)
+            }
+            None => (FailureGroup::new(occ), Observation::New),
+        };
+        Self::save(&mut tx, &g).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok((g, obs))
+    }
+
+    async fn get(&self, key: &GroupKey) -> Result<Option<FailureGroup>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups WHERE group_key = ?"
+        ))
+        .bind(&key.0)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn resolve(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        commit: Option<String>,
+    ) -> Result<FailureGroup> {
+        self.update(key, |g| g.resolve(at, commit)).await
+    }
+
+    async fn mark_investigation(
+        &self,
+        key: &GroupKey,
+        at: i64,
+        reason: Reason,
+    ) -> Result<FailureGroup> {
+        self.update(key, |g| g.mark_investigation(at, reason)).await
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups ORDER BY last_seen DESC, group_key LIMIT ?"
+        ))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(from_row).collect()
+    }
+}

@@ -1,0 +1,484 @@
+//! The fleet pipeline's hand-offs on PostgreSQL. Each method is one
+//! transaction that checks the investigation's state first, so a service that
+//! processes a redelivered message finds the work done and changes nothing:
+//!
+//! - API: [`PgStore::create_requested`] (CREATED, with the request).
+//! - investigator: [`PgStore::save_proposal`] (INVESTIGATING → VERIFYING with
+//!   the classification, the proposal and every hypothesis, pending ones too).
+//! - verifier: [`PgStore::record_verification`] (one hypothesis and its
+//!   experiments, keyed by the job's message id).
+//! - arbiter: [`PgStore::arbitration_input`], then [`PgStore::save_decision`]
+//!   (VERIFYING → ARBITRATING → WAITING_FOR_REVIEW with the report).
+//! - reviewers: [`PgStore::review`] (APPROVED/REJECTED plus an audit row).
+
+use crate::idempotency::record_once;
+use crate::pg_error::db_error;
+use crate::postgres::{PgStore, insert_experiments, insert_hypothesis};
+use serde_json::Value;
+use sqlx::{PgConnection, Row};
+use std::str::FromStr;
+use time::OffsetDateTime;
+use tracelab_domain::hypothesis::Hypothesis;
+use tracelab_domain::ids::{HypothesisId, InvestigationId};
+use tracelab_domain::report::Report;
+use tracelab_domain::state::InvestigationState;
+use tracelab_domain::{Error, Result};
+
+/// The investigator's hand-off to verifiers and the arbiter.
+#[derive(Debug, Clone)]
+pub struct ProposalRecord {
+    /// The engine's `Classification`, as JSON.
+    pub classification: Value,
+    /// The engine's `Proposal`, as JSON.
+    pub proposal: Value,
+    pub bad: String,
+    pub test_command: String,
+    pub deadline: OffsetDateTime,
+}
+
+/// Everything the arbiter needs, read in one query set.
+#[derive(Debug, Clone)]
+pub struct ArbitrationInput {
+    pub state: InvestigationState,
+    pub repository: String,
+    pub created_at: OffsetDateTime,
+    pub proposal: ProposalRecord,
+    /// Ordered by number.
+    pub hypotheses: Vec<Hypothesis>,
+}
+
+/// An investigation's row, whatever its progress.
+#[derive(Debug, Clone)]
+pub struct InvestigationRow {
+    pub id: InvestigationId,
+    pub state: InvestigationState,
+    pub verdict: Option<String>,
+    pub repository: String,
+    pub test_command: String,
+    pub culprit: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+    pub request: Option<Value>,
+    pub report: Option<Value>,
+}
+
+/// Compare-and-set of the state plus the transition row, inside `tx`.
+/// Conflict (with the current state) when the row is not in `from`.
+async fn move_state(
+    tx: &mut PgConnection,
+    id: &InvestigationId,
+    from: InvestigationState,
+    to: InvestigationState,
+    reason: Option<&str>,
+) -> Result<()> {
+    from.transition(to)?;
+    let updated = sqlx::query(
+        "UPDATE investigations SET state = $1, updated_at = now() WHERE id = $2 AND state = $3",
+    )
+    .bind(to.as_str())
+    .bind(&id.0)
+    .bind(from.as_str())
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    if updated.rows_affected() == 0 {
+        let current = state_in(tx, id).await?;
+        return Err(match current {
+            None => Error::not_found(format!("investigation {id} not found")),
+            Some(state) => Error::conflict(format!(
+                "investigation {id} is {state}, not {from}; cannot move to {to}"
+            )),
+        });
+    }
+    sqlx::query(
+        "INSERT INTO transitions (investigation_id, from_state, to_state, at, reason) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&id.0)
+    .bind(from.as_str())
+    .bind(to.as_str())
+    .bind(OffsetDateTime::now_utc())
+    .bind(reason)
+    .execute(&mut *tx)
+    .await
+    .map_err(db_error)?;
+    Ok(())
+}
+
+async fn state_in(
+    tx: &mut PgConnection,
+    id: &InvestigationId,
+) -> Result<Option<InvestigationState>> {
+    let row = sqlx::query("SELECT state FROM investigations WHERE id = $1 FOR UPDATE")
+        .bind(&id.0)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    row.map(|r| InvestigationState::from_str(&r.get::<String, _>(0)))
+        .transpose()
+}
+
+fn hypothesis_from(body: Value) -> Result<Hypothesis> {
+    serde_json::from_value(body)
+        .map_err(|e| Error::internal(format!("stored hypothesis is unreadable: {e}")))
+}
+
+impl PgStore {
+    /// Creates the investigation in CREATED with the request that started it.
+    pub async fn create_requested(
+        &self,
+        id: &InvestigationId,
+        repository: &str,
+        test_command: &str,
+        request: &Value,
+    ) -> Result<()> {
+        let now = OffsetDateTime::now_utc();
+        let inserted = sqlx::query(
+            "INSERT INTO investigations (id, repository, test_command, state, request, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        )
+        .bind(&id.0)
+        .bind(repository)
+        .bind(test_command)
+        .bind(InvestigationState::Created.as_str())
+        .bind(request)
+        .bind(now)
+        .execute(self.pool())
+        .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Error::conflict(
+                format!("investigation {id} already exists"),
+            )),
+            Err(e) => Err(db_error(e)),
+        }
+    }
+
+    /// One investigation's row.
+    pub async fn investigation(&self, id: &InvestigationId) -> Result<Option<InvestigationRow>> {
+        let row = sqlx::query(
+            "SELECT id, state, verdict, repository, test_command, culprit, created_at, updated_at, request, report FROM investigations WHERE id = $1",
+        )
+        .bind(&id.0)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_error)?;
+        row.map(|r| {
+            Ok(InvestigationRow {
+                id: InvestigationId(r.get(0)),
+                state: InvestigationState::from_str(&r.get::<String, _>(1))?,
+                verdict: r.get(2),
+                repository: r.get(3),
+                test_command: r.get(4),
+                culprit: r.get(5),
+                created_at: r.get(6),
+                updated_at: r.get(7),
+                request: r.get(8),
+                report: r.get(9),
+            })
+        })
+        .transpose()
+    }
+
+    /// Moves `id` from `from` to `to` unless it is already in `to`
+    /// (`Ok(false)`: a redelivery found the step done).
+    pub async fn advance(
+        &self,
+        id: &InvestigationId,
+        from: InvestigationState,
+        to: InvestigationState,
+        reason: Option<&str>,
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let current = state_in(&mut tx, id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("investigation {id} not found")))?;
+        if current == to {
+            return Ok(false);
+        }
+        move_state(&mut tx, id, from, to, reason).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
+    /// Ends an investigation that cannot go on (FAILED or BLOCKED), from
+    /// whatever non-terminal state it is in. `Ok(false)` when already terminal.
+    pub async fn abort(
+        &self,
+        id: &InvestigationId,
+        end: InvestigationState,
+        reason: &str,
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let Some(current) = state_in(&mut tx, id).await? else {
+            return Err(Error::not_found(format!("investigation {id} not found")));
+        };
+        if current.is_terminal() || current == InvestigationState::WaitingForReview {
+            return Ok(false);
+        }
+        move_state(&mut tx, id, current, end, Some(reason)).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
+    /// INVESTIGATING → VERIFYING with the proposal and every hypothesis, in
+    /// one transaction. `Ok(false)` when the proposal was already saved.
+    pub async fn save_proposal(
+        &self,
+        id: &InvestigationId,
+        record: &ProposalRecord,
+        hypotheses: &[Hypothesis],
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let current = state_in(&mut tx, id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("investigation {id} not found")))?;
+        if current != InvestigationState::Investigating {
+            let saved = sqlx::query("SELECT 1 FROM proposals WHERE investigation_id = $1")
+                .bind(&id.0)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            if saved.is_some() {
+                return Ok(false);
+            }
+        }
+        move_state(
+            &mut tx,
+            id,
+            InvestigationState::Investigating,
+            InvestigationState::Verifying,
+            None,
+        )
+        .await?;
+        sqlx::query(
+            "INSERT INTO proposals (investigation_id, classification, proposal, bad, test_command, deadline) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&id.0)
+        .bind(&record.classification)
+        .bind(&record.proposal)
+        .bind(&record.bad)
+        .bind(&record.test_command)
+        .bind(record.deadline)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        for h in hypotheses {
+            insert_hypothesis(&mut tx, id, h).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
+    /// Stores a verifier's result for one hypothesis exactly once per
+    /// `message_id`: the hypothesis row is updated and its experiments
+    /// replaced in the same transaction that records the message.
+    /// `Ok(false)` when this message was already processed.
+    pub async fn record_verification(
+        &self,
+        consumer: &str,
+        message_id: &str,
+        hypothesis: &Hypothesis,
+        verifier: &str,
+    ) -> Result<bool> {
+        let body = serde_json::to_value(hypothesis)
+            .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
+        let mut tx = self.begin().await?;
+        if !record_once(&mut tx, consumer, message_id).await? {
+            return Ok(false);
+        }
+        let updated = sqlx::query(
+            "UPDATE hypotheses SET status = $1, summary = $2, patch = $3, branch = $4, body = $5, verified_by = $6 WHERE id = $7",
+        )
+        .bind(hypothesis.status.as_str())
+        .bind(&hypothesis.summary)
+        .bind(&hypothesis.patch)
+        .bind(&hypothesis.branch)
+        .bind(&body)
+        .bind(verifier)
+        .bind(&hypothesis.id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        if updated.rows_affected() == 0 {
+            return Err(Error::not_found(format!(
+                "hypothesis {} was never proposed",
+                hypothesis.id
+            )));
+        }
+        sqlx::query("DELETE FROM experiments WHERE hypothesis_id = $1")
+            .bind(&hypothesis.id.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        insert_experiments(&mut tx, hypothesis).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
+    /// The hypotheses of one investigation, ordered by number.
+    pub async fn hypotheses(&self, id: &InvestigationId) -> Result<Vec<Hypothesis>> {
+        let rows = sqlx::query(
+            "SELECT body FROM hypotheses WHERE investigation_id = $1 AND body IS NOT NULL ORDER BY number",
+        )
+        .bind(&id.0)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_error)?;
+        rows.into_iter()
+            .map(|r| hypothesis_from(r.get(0)))
+            .collect()
+    }
+
+    /// One hypothesis with its experiments.
+    pub async fn hypothesis(&self, id: &HypothesisId) -> Result<Option<Hypothesis>> {
+        let row = sqlx::query("SELECT body FROM hypotheses WHERE id = $1 AND body IS NOT NULL")
+            .bind(&id.0)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_error)?;
+        row.map(|r| hypothesis_from(r.get(0))).transpose()
+    }
+
+    /// Experiment rows stored for one hypothesis (to check nothing is duplicated).
+    pub async fn experiment_count(&self, id: &HypothesisId) -> Result<i64> {
+        let row = sqlx::query("SELECT count(*) FROM experiments WHERE hypothesis_id = $1")
+            .bind(&id.0)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_error)?;
+        Ok(row.get(0))
+    }
+
+    /// Messages `consumer` recorded as processed (each exactly once).
+    pub async fn processed_count(&self, consumer: &str) -> Result<i64> {
+        let row = sqlx::query("SELECT count(*) FROM processed_messages WHERE consumer = $1")
+            .bind(consumer)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_error)?;
+        Ok(row.get(0))
+    }
+
+    /// Which verifier stored the result of a hypothesis.
+    pub async fn verified_by(&self, id: &HypothesisId) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT verified_by FROM hypotheses WHERE id = $1")
+            .bind(&id.0)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_error)?;
+        Ok(row.and_then(|r| r.get(0)))
+    }
+
+    /// What the arbiter needs; `None` before the investigator proposed.
+    pub async fn arbitration_input(
+        &self,
+        id: &InvestigationId,
+    ) -> Result<Option<ArbitrationInput>> {
+        let row = sqlx::query(
+            "SELECT i.state, i.repository, i.created_at, p.classification, p.proposal, p.bad, p.test_command, p.deadline FROM investigations i JOIN proposals p ON p.investigation_id = i.id WHERE i.id = $1",
+        )
+        .bind(&id.0)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_error)?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(ArbitrationInput {
+            state: InvestigationState::from_str(&r.get::<String, _>(0))?,
+            repository: r.get(1),
+            created_at: r.get(2),
+            proposal: ProposalRecord {
+                classification: r.get(3),
+                proposal: r.get(4),
+                bad: r.get(5),
+                test_command: r.get(6),
+                deadline: r.get(7),
+            },
+            hypotheses: self.hypotheses(id).await?,
+        }))
+    }
+
+    /// VERIFYING → ARBITRATING → WAITING_FOR_REVIEW with the report, in one
+    /// transaction. `Ok(false)` when another arbiter (or a redelivery) decided first.
+    pub async fn save_decision(&self, report: &Report) -> Result<bool> {
+        use InvestigationState::*;
+        let id = &report.id;
+        let mut tx = self.begin().await?;
+        let current = state_in(&mut tx, id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("investigation {id} not found")))?;
+        if current != Verifying {
+            return Ok(false);
+        }
+        move_state(&mut tx, id, Verifying, Arbitrating, None).await?;
+        move_state(&mut tx, id, Arbitrating, WaitingForReview, None).await?;
+        let body = serde_json::to_value(report)
+            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
+        sqlx::query(
+            "UPDATE investigations SET report = $1, verdict = $2, culprit = $3, updated_at = now() WHERE id = $4",
+        )
+        .bind(&body)
+        .bind(report.verdict.as_str())
+        .bind(report.culprit.as_ref().map(|c| c.commit.clone()))
+        .bind(&id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(true)
+    }
+
+    /// Investigations still VERIFYING whose deadline passed.
+    pub async fn overdue(&self, now: OffsetDateTime, limit: u32) -> Result<Vec<InvestigationId>> {
+        let rows = sqlx::query(
+            "SELECT i.id FROM investigations i JOIN proposals p ON p.investigation_id = i.id WHERE i.state = $1 AND p.deadline < $2 ORDER BY p.deadline LIMIT $3",
+        )
+        .bind(InvestigationState::Verifying.as_str())
+        .bind(now)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| InvestigationId(r.get(0)))
+            .collect())
+    }
+
+    /// A reviewer's decision: WAITING_FOR_REVIEW → APPROVED or REJECTED plus
+    /// the audit row, in one transaction.
+    pub async fn review(
+        &self,
+        id: &InvestigationId,
+        approve: bool,
+        actor: &str,
+        role: &str,
+        reason: Option<&str>,
+    ) -> Result<InvestigationState> {
+        let to = if approve {
+            InvestigationState::Approved
+        } else {
+            InvestigationState::Rejected
+        };
+        let mut tx = self.begin().await?;
+        move_state(
+            &mut tx,
+            id,
+            InvestigationState::WaitingForReview,
+            to,
+            reason,
+        )
+        .await?;
+        sqlx::query(
+            "INSERT INTO decisions (investigation_id, actor, role, action, reason) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&id.0)
+        .bind(actor)
+        .bind(role)
+        .bind(if approve { "approve" } else { "reject" })
+        .bind(reason)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(to)
+    }
+}

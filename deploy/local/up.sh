@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Starts a whole TraceLab fleet on this machine for a person to try:
+# NATS with JetStream and PostgreSQL (installed from Debian packages when
+# missing, state under $TRACELAB_FLEET_DIR), then the service binaries
+# (built in release mode). Prints the API URL on its last line.
+#
+#   deploy/local/up.sh                 # then: tracelab --server http://127.0.0.1:8080 investigate …
+#   deploy/local/down.sh               # stops what up.sh started
+#
+# Knobs: TRACELAB_FLEET_DIR (default /tmp/tracelab-fleet), TRACELAB_VERIFIERS
+# (default 2), TRACELAB_API_PORT (8080), CARGO_TARGET_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+FLEET_DIR="${TRACELAB_FLEET_DIR:-/tmp/tracelab-fleet}"
+VERIFIERS="${TRACELAB_VERIFIERS:-2}"
+API_PORT="${TRACELAB_API_PORT:-8080}"
+export TRACELAB_BACKENDS_DIR="$FLEET_DIR/backends"
+export TRACELAB_NATS_PORT="${TRACELAB_NATS_PORT:-24222}"
+export TRACELAB_PG_PORT="${TRACELAB_PG_PORT:-25432}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tracelab/target}"
+
+log() { echo "up: $*" >&2; }
+
+if [ -s "$FLEET_DIR/pids" ]; then
+    log "a fleet is already running from $FLEET_DIR (deploy/local/down.sh stops it)"
+    echo "http://127.0.0.1:$API_PORT"
+    exit 0
+fi
+
+mkdir -p "$FLEET_DIR/logs"
+deploy/local/backends.sh start
+eval "$(deploy/local/backends.sh env)"
+
+SERVICES=(tracelab-investigator tracelab-verifier tracelab-arbiter)
+log "building ${SERVICES[*]} (release)"
+cargo build --release --locked $(printf -- '-p %s ' "${SERVICES[@]}") >&2
+BIN="$CARGO_TARGET_DIR/release"
+
+COMMON=(
+    --set "fleet.nats_url=$TRACELAB_TEST_NATS"
+    --set "fleet.postgres_url=$TRACELAB_TEST_POSTGRES"
+)
+
+: > "$FLEET_DIR/pids"
+start() { # name binary health-port settings...
+    local name="$1" binary="$2" port="$3"
+    shift 3
+    setsid "$BIN/$binary" "${COMMON[@]}" --set "listen=127.0.0.1:$port" "$@" \
+        >"$FLEET_DIR/logs/$name.log" 2>&1 < /dev/null &
+    echo "$! $name $port" >> "$FLEET_DIR/pids"
+}
+
+start investigator tracelab-investigator "$API_PORT" --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
+start arbiter tracelab-arbiter $((API_PORT + 4))
+for i in $(seq 1 "$VERIFIERS"); do
+    start "verifier-$i" tracelab-verifier $((API_PORT + 10 + i)) --set "name=verifier-$i"
+done
+
+while read -r pid name port; do
+    for _ in $(seq 1 300); do
+        if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
+            log "$name ready (pid $pid, health http://127.0.0.1:$port/readyz, log $FLEET_DIR/logs/$name.log)"
+            continue 2
+        fi
+        kill -0 "$pid" 2>/dev/null || { log "$name exited; last log lines:"; tail -20 "$FLEET_DIR/logs/$name.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    log "$name did not become ready; see $FLEET_DIR/logs/$name.log"
+    exit 1
+done < "$FLEET_DIR/pids"
+
+log "gRPC investigations API: 127.0.0.1:$((API_PORT + 1))"
+echo "http://127.0.0.1:$API_PORT"

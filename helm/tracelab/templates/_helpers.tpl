@@ -1,0 +1,231 @@
+{{/* Names, labels and the pieces every service's Deployment shares. */}}
+
+{{- define "tracelab.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "tracelab.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tracelab.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "tracelab.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tracelab
+{{- end -}}
+
+{{/* Selector labels of one service: (dict "root" $ "service" "verifier"). */}}
+{{- define "tracelab.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tracelab.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .service }}
+{{- end -}}
+
+{{- define "tracelab.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "tracelab.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tracelab.secretName" -}}
+{{- printf "%s-secrets" (include "tracelab.fullname" .) -}}
+{{- end -}}
+
+{{- define "tracelab.image" -}}
+{{- printf "%s/tracelab-%s:%s" (trimSuffix "/" .root.Values.image.repository) .service (default .root.Chart.AppVersion .root.Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+One TOML value. Helm reads numbers in values as float64, and the services
+want integers where their settings are integers, so a whole float is
+written without a fraction. Strings are JSON-quoted (valid TOML basic
+strings); maps become inline tables.
+*/}}
+{{- define "tracelab.tomlValue" -}}
+{{- $v := . -}}
+{{- $k := kindOf $v -}}
+{{- if eq $k "string" -}}
+{{- toJson $v -}}
+{{- else if eq $k "bool" -}}
+{{- $v -}}
+{{- else if or (eq $k "float64") (eq $k "float32") -}}
+{{- if eq (floor $v) (float64 $v) -}}{{- int64 $v -}}{{- else -}}{{- $v -}}{{- end -}}
+{{- else if hasPrefix "int" $k -}}
+{{- $v -}}
+{{- else if eq $k "slice" -}}
+[{{- range $i, $e := $v -}}{{- if $i }}, {{ end -}}{{- include "tracelab.tomlValue" $e -}}{{- end -}}]
+{{- else if eq $k "map" -}}
+{ {{- range $i, $key := keys $v | sortAlpha -}}{{- if $i }}, {{ end -}}{{ $key }} = {{ include "tracelab.tomlValue" (index $v $key) }}{{- end -}} }
+{{- else -}}
+{{- fail (printf "tracelab: cannot write a %s as a TOML setting" $k) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A service's TOML settings file: its `settings`, `listen`/`grpc_listen` from
+its ports, and `[fleet]`. Top-level scalars first, then one table per map.
+*/}}
+{{- define "tracelab.settingsToml" -}}
+{{- $svc := index .root.Values .service -}}
+{{- $s := deepCopy (default (dict) $svc.settings) -}}
+{{- $_ := set $s "listen" (printf "0.0.0.0:%v" $svc.ports.http) -}}
+{{- if $svc.ports.grpc -}}
+{{- $_ := set $s "grpc_listen" (printf "0.0.0.0:%v" $svc.ports.grpc) -}}
+{{- end -}}
+{{- $_ := set $s "fleet" (deepCopy .root.Values.fleet) -}}
+{{- range $key := keys $s | sortAlpha -}}
+{{- $v := index $s $key -}}
+{{- if ne (kindOf $v) "map" -}}
+{{ $key }} = {{ include "tracelab.tomlValue" $v }}
+{{ end -}}
+{{- end -}}
+{{- range $key := keys $s | sortAlpha -}}
+{{- $v := index $s $key -}}
+{{- if eq (kindOf $v) "map" }}
+[{{ $key }}]
+{{ range $inner := keys $v | sortAlpha -}}
+{{ $inner }} = {{ include "tracelab.tomlValue" (index $v $inner) }}
+{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The pod of one service: (dict "root" $ "service" "verifier").
+*/}}
+{{- define "tracelab.pod" -}}
+{{- $root := .root -}}
+{{- $svc := index $root.Values .service -}}
+metadata:
+  labels:
+    {{- include "tracelab.selectorLabels" . | nindent 4 }}
+    {{- with $root.Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    # Restart pods when their settings change.
+    checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+    {{- with $root.Values.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  serviceAccountName: {{ include "tracelab.serviceAccountName" $root }}
+  automountServiceAccountToken: false
+  {{- with $root.Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml $root.Values.podSecurityContext | nindent 4 }}
+  terminationGracePeriodSeconds: {{ add (int $root.Values.fleet.drain_seconds) 15 }}
+  containers:
+    - name: {{ .service }}
+      image: {{ include "tracelab.image" . | quote }}
+      imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+      securityContext:
+        {{- toYaml $root.Values.securityContext | nindent 8 }}
+      env:
+        - name: TRACELAB_CONFIG
+          value: /etc/tracelab/{{ .service }}.toml
+        - name: TRACELAB__FLEET__POSTGRES_URL
+          valueFrom:
+            secretKeyRef:
+              name: {{ default (include "tracelab.secretName" $root) $root.Values.postgresql.existingSecret }}
+              key: {{ $root.Values.postgresql.existingSecretKey }}
+        {{- if eq .service "investigator" }}
+        {{- if or $root.Values.api.tokens $root.Values.api.existingSecret }}
+        - name: TRACELAB__TOKENS
+          valueFrom:
+            secretKeyRef:
+              name: {{ default (include "tracelab.secretName" $root) $root.Values.api.existingSecret }}
+              key: {{ $root.Values.api.existingSecretKey }}
+        {{- end }}
+        {{- end }}
+        {{- if eq .service "verifier" }}
+        # Stored results name the pod that produced them.
+        - name: TRACELAB__NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.name
+        {{- end }}
+        - name: HOME
+          value: /tmp
+        - name: TMPDIR
+          value: /tmp
+      ports:
+        - name: http
+          containerPort: {{ $svc.ports.http }}
+          protocol: TCP
+        {{- if $svc.ports.grpc }}
+        - name: grpc
+          containerPort: {{ $svc.ports.grpc }}
+          protocol: TCP
+        {{- end }}
+      livenessProbe:
+        httpGet:
+          path: /healthz
+          port: http
+        {{- toYaml $root.Values.probes.liveness | nindent 8 }}
+      readinessProbe:
+        httpGet:
+          path: /readyz
+          port: http
+        {{- toYaml $root.Values.probes.readiness | nindent 8 }}
+      resources:
+        {{- toYaml $svc.resources | nindent 8 }}
+      volumeMounts:
+        - name: config
+          mountPath: /etc/tracelab
+          readOnly: true
+        - name: tmp
+          mountPath: /tmp
+        {{- if has .service (list "investigator" "verifier" "indexer") }}
+        - name: repositories
+          mountPath: {{ $root.Values.repositories.mountPath }}
+        {{- end }}
+  volumes:
+    - name: config
+      configMap:
+        name: {{ include "tracelab.fullname" $root }}-config
+        items:
+          - key: {{ .service }}.toml
+            path: {{ .service }}.toml
+    - name: tmp
+      emptyDir:
+        sizeLimit: {{ $root.Values.tmp.sizeLimit }}
+    {{- if has .service (list "investigator" "verifier" "indexer") }}
+    - name: repositories
+      {{- if $root.Values.repositories.existingClaim }}
+      persistentVolumeClaim:
+        claimName: {{ $root.Values.repositories.existingClaim }}
+      {{- else }}
+      emptyDir: {}
+      {{- end }}
+    {{- end }}
+  {{- with $svc.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $svc.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $svc.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}

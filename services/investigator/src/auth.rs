@@ -1,0 +1,201 @@
+//! Bearer tokens with roles (DESIGN.md: viewer, reviewer, admin); the table
+//! of who may do what is [`Action::role`]. With no tokens configured the API
+//! is open (one machine), and the service says so at start-up.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracelab_domain::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Viewer,
+    Reviewer,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Reviewer => "reviewer",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// What a caller wants to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Read,
+    Start,
+    Review,
+}
+
+impl Action {
+    /// | action | least role |
+    /// |---|---|
+    /// | read investigations, hypotheses, evidence | viewer |
+    /// | start an investigation | reviewer |
+    /// | approve or reject | reviewer |
+    pub fn role(self) -> Role {
+        match self {
+            Action::Read => Role::Viewer,
+            Action::Start | Action::Review => Role::Reviewer,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenSetting {
+    /// Who the token belongs to (written to the audit log).
+    pub name: String,
+    pub token: String,
+    pub role: Role,
+}
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    pub role: Role,
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// No or unknown token: 401 / UNAUTHENTICATED.
+    Unauthenticated(String),
+    /// Known token, role too low: 403 / PERMISSION_DENIED.
+    Forbidden(String),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Auth {
+    tokens: Arc<HashMap<String, Caller>>,
+}
+
+impl Auth {
+    pub fn new(settings: &[TokenSetting]) -> Result<Self> {
+        let mut tokens = HashMap::new();
+        for t in settings {
+            if t.token.len() < 16 {
+                return Err(Error::invalid(format!(
+                    "API token of {:?} is shorter than 16 characters",
+                    t.name
+                )));
+            }
+            let caller = Caller {
+                name: t.name.clone(),
+                role: t.role,
+            };
+            if tokens.insert(t.token.clone(), caller).is_some() {
+                return Err(Error::invalid(format!(
+                    "API token of {:?} is listed twice",
+                    t.name
+                )));
+            }
+        }
+        Ok(Self {
+            tokens: Arc::new(tokens),
+        })
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Checks an `Authorization` header value for `action`.
+    pub fn authorize(
+        &self,
+        header: Option<&str>,
+        action: Action,
+    ) -> std::result::Result<Caller, Denied> {
+        if self.is_open() {
+            return Ok(Caller {
+                name: "anonymous".into(),
+                role: Role::Admin,
+            });
+        }
+        let token = header
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| Denied::Unauthenticated("missing bearer token".into()))?;
+        let caller = self
+            .tokens
+            .get(token)
+            .ok_or_else(|| Denied::Unauthenticated("unknown token".into()))?;
+        if caller.role < action.role() {
+            return Err(Denied::Forbidden(format!(
+                "{} needs the {} role; {} has {}",
+                match action {
+                    Action::Read => "reading",
+                    Action::Start => "starting an investigation",
+                    Action::Review => "approving or rejecting",
+                },
+                action.role().as_str(),
+                caller.name,
+                caller.role.as_str()
+            )));
+        }
+        Ok(caller.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> Auth {
+        Auth::new(&[
+            TokenSetting {
+                name: "ci".into(),
+                token: "viewer-token-0123456789".into(),
+                role: Role::Viewer,
+            },
+            TokenSetting {
+                name: "alice".into(),
+                token: "reviewer-token-0123456789".into(),
+                role: Role::Reviewer,
+            },
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn roles_gate_actions() {
+        let a = auth();
+        assert!(
+            a.authorize(Some("Bearer viewer-token-0123456789"), Action::Read)
+                .is_ok()
+        );
+        assert!(matches!(
+            a.authorize(Some("Bearer viewer-token-0123456789"), Action::Review),
+            Err(Denied::Forbidden(_))
+        ));
+        let alice = a
+            .authorize(Some("Bearer reviewer-token-0123456789"), Action::Review)
+            .unwrap();
+        assert_eq!(alice.name, "alice");
+        assert!(matches!(
+            a.authorize(None, Action::Read),
+            Err(Denied::Unauthenticated(_))
+        ));
+        assert!(matches!(
+            a.authorize(Some("Bearer nope"), Action::Read),
+            Err(Denied::Unauthenticated(_))
+        ));
+    }
+
+    #[test]
+    fn short_tokens_are_refused() {
+        let e = Auth::new(&[TokenSetting {
+            name: "x".into(),
+            token: "short".into(),
+            role: Role::Admin,
+        }])
+        .unwrap_err();
+        assert!(e.message.contains("16"), "{e}");
+    }
+}

@@ -1,0 +1,152 @@
+//! The investigator service: the public investigations API and the worker
+//! that turns a request into hypotheses.
+//!
+//! - [`api`]: `POST /api/investigations` stores the investigation (CREATED)
+//!   and publishes `…investigations.<id>.requested`; reads and reviews go
+//!   straight to the store. The same operations over gRPC ([`grpc`]).
+//! - [`pipeline`]: the durable consumer of `requested`: reproduce, run the
+//!   agents, store the proposal (VERIFYING), publish one verify job per
+//!   hypothesis that needs a sandbox and `…arbitrate.proposed`.
+
+pub mod api;
+pub mod auth;
+pub mod grpc;
+pub mod pipeline;
+pub mod rest;
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use tracelab_bus::{Bus, ConsumerSpec, RetryPolicy};
+use tracelab_fleet::events::steps;
+use tracelab_fleet::sandbox::SandboxSettings;
+use tracelab_fleet::worker::{self, WorkerOptions};
+use tracelab_fleet::{FleetSettings, connect};
+use tracelab_service::health::{self, Readiness};
+use tracelab_service::{Shutdown, http};
+
+/// The durable consumer of investigation requests.
+pub const DURABLE: &str = "investigator";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Settings {
+    pub fleet: FleetSettings,
+    /// REST API, health and readiness.
+    pub listen: String,
+    /// gRPC investigations API.
+    pub grpc_listen: String,
+    /// Investigations this process works on at once.
+    pub concurrency: usize,
+    pub ack_wait_seconds: u64,
+    pub max_deliveries: u32,
+    /// How long verifiers get before the arbiter decides without them.
+    pub verification_deadline_seconds: u64,
+    pub sandbox: SandboxSettings,
+    /// API bearer tokens; none = no authentication (one machine only).
+    pub tokens: Vec<auth::TokenSetting>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            fleet: FleetSettings::default(),
+            listen: "127.0.0.1:8080".into(),
+            grpc_listen: "127.0.0.1:8081".into(),
+            concurrency: 2,
+            ack_wait_seconds: 30,
+            max_deliveries: 5,
+            verification_deadline_seconds: 1800,
+            sandbox: SandboxSettings::default(),
+            tokens: Vec::new(),
+        }
+    }
+}
+
+/// Runs the API servers and the worker until `shutdown`.
+pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let rest_listener = http::bind(&settings.listen).await?;
+    let grpc_listener = http::bind(&settings.grpc_listen).await?;
+    let store = connect::store(&settings.fleet, &shutdown).await?;
+    let bus = connect::bus(&settings.fleet, &shutdown).await?;
+    let auth = auth::Auth::new(&settings.tokens)?;
+    if auth.is_open() {
+        tracing::warn!("no API tokens configured: the API accepts every caller as admin");
+    }
+    let api = Arc::new(api::Api {
+        store: store.clone(),
+        bus: bus.clone(),
+        verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
+        allowlist: tracelab_fleet::sandbox::engine_config(None, &settings.sandbox)?.allowlist,
+    });
+    let readiness = Readiness::new(shutdown.clone())
+        .check("postgres", {
+            let store = store.clone();
+            move || {
+                let store = store.clone();
+                async move { store.ping().await }
+            }
+        })
+        .check("nats", {
+            let bus = bus.clone();
+            move || {
+                let bus = bus.clone();
+                async move { bus.ping().await }
+            }
+        });
+    let router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
+    let rest_server = tokio::spawn(http::serve(rest_listener, router, shutdown.clone()));
+    let grpc_server = tokio::spawn(grpc::serve(
+        grpc_listener,
+        api.clone(),
+        auth,
+        shutdown.clone(),
+    ));
+
+    let investigator = Arc::new(pipeline::Investigator {
+        bus: bus.clone(),
+        store,
+        sandboxes: tracelab_fleet::sandbox::provider(&settings.sandbox).await?,
+        sandbox: settings.sandbox.clone(),
+        verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
+    });
+    let topology = settings.fleet.topology();
+    let spec = ConsumerSpec::new(topology.investigations_stream(), DURABLE)
+        .filter(topology.investigation_steps(steps::REQUESTED))
+        .ack_wait(Duration::from_secs(settings.ack_wait_seconds.max(1)))
+        .retry(RetryPolicy {
+            max_deliveries: settings.max_deliveries.max(1),
+            ..RetryPolicy::default()
+        });
+    let options = WorkerOptions {
+        name: "investigator".into(),
+        drain: Duration::from_secs(settings.fleet.drain_seconds),
+    };
+    tracing::info!(rest = %settings.listen, grpc = %settings.grpc_listen, "investigator ready");
+    let mut workers = Vec::new();
+    for _ in 0..settings.concurrency.max(1) {
+        let investigator = investigator.clone();
+        let bus: Arc<dyn Bus> = bus.clone();
+        workers.push(tokio::spawn(worker::run(
+            bus,
+            spec.clone(),
+            options.clone(),
+            shutdown.clone(),
+            move |delivery| {
+                let investigator = investigator.clone();
+                async move { investigator.handle(delivery).await }
+            },
+        )));
+    }
+    for w in workers {
+        w.await??;
+    }
+    rest_server.await??;
+    grpc_server.await??;
+    Ok(())
+}
+
+/// The binary's whole `main` (the end-to-end harness builds the same binary).
+pub fn main() -> std::process::ExitCode {
+    tracelab_service::launch("tracelab-investigator", |s: &Settings| s.fleet.otlp(), run)
+}

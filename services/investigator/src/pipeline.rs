@@ -1,0 +1,245 @@
+//! The investigator's worker: one `requested` event → a proposal.
+//!
+//! State on entry decides what happens, so a redelivery (after a crash or a
+//! lost ack) never duplicates work or events:
+//!
+//! | stored state | action |
+//! |---|---|
+//! | CREATED, CONTEXT_LOADING, INVESTIGATING | (re)run reproduction and agents, save the proposal, publish |
+//! | VERIFYING | the proposal is stored: publish its jobs again (same message ids, so de-duplicated) |
+//! | later or terminal | nothing |
+//!
+//! Failures of the investigation itself (the test cannot run, a bad
+//! revision) end it FAILED or BLOCKED and the message is acked; failures of
+//! the infrastructure (store, bus) are returned so the message is retried.
+
+use std::sync::Arc;
+use std::time::Duration;
+use tracelab_bus::{Bus, Delivery, JetStreamBus};
+use tracelab_domain::hypothesis::{Hypothesis, HypothesisStatus};
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::ports::SandboxProvider;
+use tracelab_domain::state::InvestigationState;
+use tracelab_domain::{Error, Result};
+use tracelab_engine::InvestigateRequest;
+use tracelab_engine::agents::test_behaviour::Classification;
+use tracelab_engine::investigate::end_state_for;
+use tracelab_engine::phases::{Proposal, propose, proposed_revert, reproduce};
+use tracelab_engine::session::{Session, prepare};
+use tracelab_fleet::events::{self, ids, steps};
+use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
+use tracelab_proto::events::v1::{
+    HypothesesProposed, HypothesisKind, InvestigationRequested, Limits, VerifyJob,
+};
+use tracelab_store::{PgStore, ProposalRecord};
+
+pub struct Investigator {
+    pub bus: Arc<JetStreamBus>,
+    pub store: PgStore,
+    pub sandboxes: Arc<dyn SandboxProvider>,
+    pub sandbox: SandboxSettings,
+    pub verification_deadline: Duration,
+}
+
+/// What the agents produced, ready to store and publish.
+struct Outcome {
+    classification: Classification,
+    proposal: Proposal,
+    hypotheses: Vec<Hypothesis>,
+    bad: String,
+    test_command: String,
+}
+
+impl Investigator {
+    pub async fn handle(&self, delivery: Arc<Delivery>) -> Result<()> {
+        let event: InvestigationRequested = events::decode(&delivery)?;
+        let id = InvestigationId(event.investigation_id.clone());
+        let row = self
+            .store
+            .investigation(&id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("investigation {id} is not stored yet")))?;
+        use InvestigationState::*;
+        match row.state {
+            Created | ContextLoading | Investigating => {}
+            Verifying => return self.announce(&event).await,
+            _ => return Ok(()),
+        }
+        if row.state == Created {
+            self.store
+                .advance(&id, Created, ContextLoading, None)
+                .await?;
+        }
+        match self.investigate(&event, &id).await {
+            Ok(outcome) => {
+                let record = ProposalRecord {
+                    classification: to_json(&outcome.classification)?,
+                    proposal: to_json(&outcome.proposal)?,
+                    bad: outcome.bad.clone(),
+                    test_command: outcome.test_command.clone(),
+                    deadline: time::OffsetDateTime::now_utc() + self.deadline(&event),
+                };
+                self.store
+                    .save_proposal(&id, &record, &outcome.hypotheses)
+                    .await?;
+                self.announce(&event).await
+            }
+            Err(Failure::Investigation(e)) => {
+                let end = end_state_for(&e);
+                tracing::warn!(investigation = %id, error = %e, ?end, "investigation ended without a diagnosis");
+                self.store.abort(&id, end, &e.message).await?;
+                Ok(())
+            }
+            Err(Failure::Infrastructure(e)) => Err(e),
+        }
+    }
+
+    fn deadline(&self, event: &InvestigationRequested) -> Duration {
+        match event.limits.as_ref().map(|l| l.verification_deadline_ms) {
+            Some(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => self.verification_deadline,
+        }
+    }
+
+    async fn investigate(
+        &self,
+        event: &InvestigationRequested,
+        id: &InvestigationId,
+    ) -> std::result::Result<Outcome, Failure> {
+        use Failure::*;
+        let config = engine_config(event.limits.as_ref(), &self.sandbox).map_err(Investigation)?;
+        let request = InvestigateRequest {
+            repo: event.repository.clone().into(),
+            test_command: event.test_command.clone(),
+            good: Some(event.good.clone()).filter(|s| !s.is_empty()),
+            bad: Some(event.bad.clone()).filter(|s| !s.is_empty()),
+            issue_id: Some(event.issue_id.clone()).filter(|s| !s.is_empty()),
+        };
+        let prepared = prepare(&config, &request).await.map_err(Investigation)?;
+        let good = prepared.good.clone();
+        let session = Session::open(
+            id.clone(),
+            request.issue_id.clone(),
+            prepared,
+            config,
+            self.sandboxes.clone(),
+            Arc::new(tracelab_engine::Silent),
+        )
+        .map_err(Investigation)?;
+        let result = self.agents(&session, id, good).await;
+        session.close(None).await;
+        result
+    }
+
+    async fn agents(
+        &self,
+        session: &Session,
+        id: &InvestigationId,
+        good: Option<String>,
+    ) -> std::result::Result<Outcome, Failure> {
+        use Failure::*;
+        use InvestigationState::*;
+        let ctx = &session.ctx;
+        let classification = reproduce(ctx).await.map_err(Investigation)?;
+        self.store
+            .advance(id, ContextLoading, Investigating, None)
+            .await
+            .map_err(Infrastructure)?;
+        let proposal = propose(ctx, &classification, good)
+            .await
+            .map_err(Investigation)?;
+        let mut hypotheses = proposal.hypotheses.clone();
+        if let Some(candidate) = &proposal.revert {
+            hypotheses.push(
+                proposed_revert(ctx, candidate)
+                    .await
+                    .map_err(Investigation)?,
+            );
+        }
+        Ok(Outcome {
+            classification,
+            proposal,
+            hypotheses,
+            bad: ctx.bad.clone(),
+            test_command: ctx.test.display(),
+        })
+    }
+
+    /// Publishes the verify jobs of the stored proposal and `…arbitrate.proposed`.
+    /// Message ids make a repeat harmless.
+    async fn announce(&self, event: &InvestigationRequested) -> Result<()> {
+        let id = InvestigationId(event.investigation_id.clone());
+        let input = self
+            .store
+            .arbitration_input(&id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("proposal of {id} is not stored")))?;
+        let proposal: Proposal = serde_json::from_value(input.proposal.proposal.clone())
+            .map_err(|e| Error::internal(format!("stored proposal of {id}: {e}")))?;
+        let classification = serde_json::to_vec(&input.proposal.classification)
+            .map_err(|e| Error::internal(format!("classification of {id}: {e}")))?;
+        let topology = self.bus.topology().clone();
+        let mut pending = Vec::new();
+        if let Some(candidate) = &proposal.revert {
+            let hypothesis = input
+                .hypotheses
+                .iter()
+                .find(|h| h.number == candidate.number)
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "hypothesis {} of {id} is missing",
+                        candidate.number
+                    ))
+                })?;
+            if hypothesis.status == HypothesisStatus::Pending {
+                let job = VerifyJob {
+                    investigation_id: id.0.clone(),
+                    hypothesis_id: hypothesis.id.0.clone(),
+                    number: candidate.number,
+                    kind: HypothesisKind::Revert as i32,
+                    repository: event.repository.clone(),
+                    test_command: event.test_command.clone(),
+                    bad: input.proposal.bad.clone(),
+                    issue_id: event.issue_id.clone(),
+                    culprit: candidate.culprit.clone(),
+                    passes_needed: candidate.passes_needed,
+                    classification_json: classification.clone(),
+                    limits: event.limits.clone().or(Some(Limits::default())),
+                };
+                events::publish(
+                    self.bus.as_ref() as &dyn Bus,
+                    topology.verify_jobs(),
+                    ids::verify_job(&hypothesis.id.0),
+                    &job,
+                )
+                .await?;
+                pending.push(hypothesis.id.0.clone());
+            }
+        }
+        events::publish(
+            self.bus.as_ref() as &dyn Bus,
+            topology.investigation_step(&id.0, steps::PROPOSED),
+            ids::proposed(&id.0),
+            &HypothesesProposed {
+                investigation_id: id.0.clone(),
+                pending_hypothesis_ids: pending,
+                deadline_unix_ms: (input.proposal.deadline.unix_timestamp_nanos() / 1_000_000)
+                    as i64,
+            },
+        )
+        .await?;
+        tracing::info!(investigation = %id, hypotheses = input.hypotheses.len(), "proposal published");
+        Ok(())
+    }
+}
+
+enum Failure {
+    /// The investigation cannot go on (ends FAILED or BLOCKED).
+    Investigation(Error),
+    /// A dependency failed; retry the message.
+    Infrastructure(Error),
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value).map_err(|e| Error::internal(format!("cannot encode: {e}")))
+}

@@ -1,0 +1,236 @@
+//! The verifier: a worker on the `tracelab.jobs.verify` work queue. Each job
+//! is one hypothesis; the verifier opens its own worktree and sandbox on the
+//! repository, runs the verification contract, and stores the hypothesis
+//! with its experiments in one transaction keyed by the job's message id —
+//! then publishes `…arbitrate.verified.<n>` and acks. A job redelivered after
+//! a crash is run again from scratch (nothing of it was committed); a job
+//! whose result is already stored is only re-announced and acked.
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use tracelab_bus::{Bus, ConsumerSpec, Delivery, RetryPolicy};
+use tracelab_domain::hypothesis::HypothesisStatus;
+use tracelab_domain::ids::{HypothesisId, InvestigationId};
+use tracelab_domain::ports::SandboxProvider;
+use tracelab_domain::{Error, Result};
+use tracelab_engine::InvestigateRequest;
+use tracelab_engine::agents::test_behaviour::Classification;
+use tracelab_engine::phases::{RevertCandidate, verify_candidate};
+use tracelab_engine::session::{Session, prepare};
+use tracelab_fleet::events::{self, ids, steps};
+use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
+use tracelab_fleet::worker::{self, WorkerOptions};
+use tracelab_fleet::{FleetSettings, connect};
+use tracelab_proto::events::v1::{HypothesisKind, HypothesisVerified, VerifyJob};
+use tracelab_service::health::{self, Readiness};
+use tracelab_service::{Shutdown, http};
+use tracelab_store::PgStore;
+
+/// The durable consumer every verifier shares (a work queue: one job, one verifier).
+pub const DURABLE: &str = "verifier";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Settings {
+    pub fleet: FleetSettings,
+    /// Health and readiness endpoints.
+    pub listen: String,
+    /// Jobs this process runs at once.
+    pub concurrency: usize,
+    /// A job not progress-acked for this long is redelivered to another verifier.
+    pub ack_wait_seconds: u64,
+    pub max_deliveries: u32,
+    /// Names this process in stored results; empty = `verifier-<pid>`.
+    pub name: String,
+    pub sandbox: SandboxSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            fleet: FleetSettings::default(),
+            listen: "127.0.0.1:8083".into(),
+            concurrency: 1,
+            ack_wait_seconds: 30,
+            max_deliveries: 5,
+            name: String::new(),
+            sandbox: SandboxSettings::default(),
+        }
+    }
+}
+
+struct Verifier {
+    name: String,
+    bus: Arc<dyn Bus>,
+    store: PgStore,
+    sandboxes: Arc<dyn SandboxProvider>,
+    sandbox: SandboxSettings,
+}
+
+/// Runs the verifier until `shutdown`; in-flight jobs finish first.
+pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let listener = http::bind(&settings.listen).await?;
+    let store = connect::store(&settings.fleet, &shutdown).await?;
+    let bus = connect::bus(&settings.fleet, &shutdown).await?;
+    let name = if settings.name.is_empty() {
+        format!("verifier-{}", std::process::id())
+    } else {
+        settings.name.clone()
+    };
+    let readiness = Readiness::new(shutdown.clone())
+        .check("postgres", {
+            let store = store.clone();
+            move || {
+                let store = store.clone();
+                async move { store.ping().await }
+            }
+        })
+        .check("nats", {
+            let bus = bus.clone();
+            move || {
+                let bus = bus.clone();
+                async move { bus.ping().await }
+            }
+        });
+    let server = tokio::spawn(http::serve(
+        listener,
+        health::routes(readiness),
+        shutdown.clone(),
+    ));
+    let verifier = Arc::new(Verifier {
+        name,
+        bus: bus.clone(),
+        store,
+        sandboxes: tracelab_fleet::sandbox::provider(&settings.sandbox).await?,
+        sandbox: settings.sandbox.clone(),
+    });
+    let topology = settings.fleet.topology();
+    let spec = ConsumerSpec::new(topology.verify_jobs_stream(), DURABLE)
+        .ack_wait(Duration::from_secs(settings.ack_wait_seconds.max(1)))
+        .retry(RetryPolicy {
+            max_deliveries: settings.max_deliveries.max(1),
+            ..RetryPolicy::default()
+        });
+    let options = WorkerOptions {
+        name: verifier.name.clone(),
+        drain: Duration::from_secs(settings.fleet.drain_seconds),
+    };
+    tracing::info!(name = %verifier.name, concurrency = settings.concurrency, "verifier ready");
+    let mut workers = Vec::new();
+    for _ in 0..settings.concurrency.max(1) {
+        let verifier = verifier.clone();
+        let bus: Arc<dyn Bus> = bus.clone();
+        workers.push(tokio::spawn(worker::run(
+            bus,
+            spec.clone(),
+            options.clone(),
+            shutdown.clone(),
+            move |delivery| {
+                let verifier = verifier.clone();
+                async move { verifier.handle(delivery).await }
+            },
+        )));
+    }
+    for w in workers {
+        w.await??;
+    }
+    server.await??;
+    Ok(())
+}
+
+impl Verifier {
+    async fn handle(&self, delivery: Arc<Delivery>) -> Result<()> {
+        let job: VerifyJob = events::decode(&delivery)?;
+        if job.kind() != HypothesisKind::Revert {
+            return Err(Error::invalid(format!(
+                "verify job {} has kind {:?}; this verifier proves REVERT hypotheses",
+                job.hypothesis_id,
+                job.kind()
+            )));
+        }
+        let hypothesis_id = HypothesisId(job.hypothesis_id.clone());
+        let stored = self
+            .store
+            .hypothesis(&hypothesis_id)
+            .await?
+            .ok_or_else(|| {
+                Error::not_found(format!("hypothesis {hypothesis_id} is not stored yet"))
+            })?;
+        if stored.status == HypothesisStatus::Pending {
+            tracing::info!(hypothesis = %hypothesis_id, delivered = delivery.delivered, "verifying");
+            let hypothesis = self.verify(&job).await?;
+            let first = self
+                .store
+                .record_verification(DURABLE, &delivery.message.id, &hypothesis, &self.name)
+                .await?;
+            tracing::info!(hypothesis = %hypothesis.id, status = hypothesis.status.as_str(), first, "verified");
+        }
+        let status = self
+            .store
+            .hypothesis(&hypothesis_id)
+            .await?
+            .map(|h| h.status.as_str().to_string())
+            .unwrap_or_default();
+        let topology = self.bus.topology();
+        events::publish(
+            self.bus.as_ref(),
+            topology.investigation_step(&job.investigation_id, &steps::verified(job.number)),
+            ids::verified(&job.hypothesis_id),
+            &HypothesisVerified {
+                investigation_id: job.investigation_id.clone(),
+                hypothesis_id: job.hypothesis_id.clone(),
+                status,
+                verifier: self.name.clone(),
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn verify(&self, job: &VerifyJob) -> Result<tracelab_domain::hypothesis::Hypothesis> {
+        let classification: Classification = serde_json::from_slice(&job.classification_json)
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "verify job {}: classification: {e}",
+                    job.hypothesis_id
+                ))
+            })?;
+        let mut config = engine_config(job.limits.as_ref(), &self.sandbox)?;
+        config.parallelism = 1;
+        let request = InvestigateRequest {
+            repo: job.repository.clone().into(),
+            test_command: job.test_command.clone(),
+            good: None,
+            bad: Some(job.bad.clone()),
+            issue_id: Some(job.issue_id.clone()).filter(|s| !s.is_empty()),
+        };
+        let prepared = prepare(&config, &request).await?;
+        let session = Session::open(
+            InvestigationId(job.investigation_id.clone()),
+            request.issue_id.clone(),
+            prepared,
+            config,
+            self.sandboxes.clone(),
+            Arc::new(tracelab_engine::Silent),
+        )?;
+        let candidate = RevertCandidate {
+            number: job.number,
+            culprit: job.culprit.clone(),
+            passes_needed: job.passes_needed,
+        };
+        let result = verify_candidate(&session.ctx, &classification, &candidate).await;
+        let keep = result
+            .as_ref()
+            .ok()
+            .filter(|h| h.status == HypothesisStatus::Verified)
+            .and_then(|h| h.branch.clone());
+        session.close(keep.as_deref()).await;
+        result
+    }
+}
+
+/// The binary's whole `main` (the end-to-end harness builds the same binary).
+pub fn main() -> std::process::ExitCode {
+    tracelab_service::launch("tracelab-verifier", |s: &Settings| s.fleet.otlp(), run)
+}

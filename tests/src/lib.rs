@@ -1,0 +1,333 @@
+//! A whole fleet on one machine for end-to-end tests: the service binaries
+//! of this package started as processes against the real NATS JetStream and
+//! PostgreSQL of `deploy/local/backends.sh` (`TRACELAB_TEST_NATS`,
+//! `TRACELAB_TEST_POSTGRES`). Every fleet gets its own subject prefix and
+//! database schema, so tests run side by side on one server; each process
+//! writes its log to a file that is printed when a test fails.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tracelab_testkit::backends::{backend, unique_name};
+
+/// Where the backends are.
+#[derive(Debug, Clone)]
+pub struct Backends {
+    pub nats: String,
+    pub postgres: String,
+}
+
+/// The backends, or `None` (test skipped — or failed under CI's
+/// `TRACELAB_REQUIRE_BACKENDS=1`).
+pub fn backends() -> Option<Backends> {
+    Some(Backends {
+        nats: backend("TRACELAB_TEST_NATS")?,
+        postgres: backend("TRACELAB_TEST_POSTGRES")?,
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    pub verifiers: usize,
+    /// A job not progress-acked for this long goes to another verifier.
+    pub ack_wait_seconds: u64,
+    pub verification_deadline_seconds: u64,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        Self {
+            verifiers: 1,
+            ack_wait_seconds: 5,
+            verification_deadline_seconds: 600,
+        }
+    }
+}
+
+struct Process {
+    child: Child,
+    log: PathBuf,
+    health: String,
+}
+
+/// A running fleet. Dropping it kills every process.
+pub struct Fleet {
+    pub backends: Backends,
+    pub prefix: String,
+    pub schema: String,
+    /// REST API base URL, e.g. `http://127.0.0.1:41234`.
+    pub api: String,
+    pub grpc: String,
+    options: FleetOptions,
+    processes: BTreeMap<String, Process>,
+    logs: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// This package's service binary `tracelab-<name>`. Cargo builds a package's
+/// binaries before its integration tests, next to their `deps/` folder.
+fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target directory");
+    let path = dir.join(format!("tracelab-{name}"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo test -p tracelab-e2e`",
+        path.display()
+    );
+    path
+}
+
+impl Fleet {
+    /// Starts the investigator, the arbiter and `options.verifiers`
+    /// verifiers, and waits until each reports ready.
+    pub async fn start(backends: &Backends, options: FleetOptions) -> Fleet {
+        tracelab_bus::install_crypto_provider();
+        let prefix = unique_name("e2e");
+        let mut fleet = Fleet {
+            backends: backends.clone(),
+            schema: prefix.clone(),
+            prefix,
+            api: String::new(),
+            grpc: String::new(),
+            options: options.clone(),
+            processes: BTreeMap::new(),
+            logs: tempfile::tempdir().expect("log dir"),
+            http: reqwest::Client::new(),
+        };
+        let rest = free_port();
+        let grpc = free_port();
+        fleet.api = format!("http://127.0.0.1:{rest}");
+        fleet.grpc = format!("http://127.0.0.1:{grpc}");
+        fleet.spawn(
+            "investigator",
+            "investigator",
+            &[
+                format!("listen=127.0.0.1:{rest}"),
+                format!("grpc_listen=127.0.0.1:{grpc}"),
+                format!(
+                    "verification_deadline_seconds={}",
+                    options.verification_deadline_seconds
+                ),
+            ],
+            rest,
+        );
+        let port = free_port();
+        fleet.spawn(
+            "arbiter",
+            "arbiter",
+            &[format!("listen=127.0.0.1:{port}"), "sweep_seconds=1".into()],
+            port,
+        );
+        for i in 1..=options.verifiers {
+            fleet.add_verifier(&format!("verifier-{i}"));
+        }
+        fleet.wait_ready().await;
+        fleet
+    }
+
+    fn common(&self) -> Vec<String> {
+        vec![
+            format!("fleet.nats_url={}", self.backends.nats),
+            format!("fleet.postgres_url={}", self.backends.postgres),
+            format!("fleet.postgres_schema={}", self.schema),
+            format!("fleet.subject_prefix={}", self.prefix),
+            "fleet.drain_seconds=30".into(),
+            format!("ack_wait_seconds={}", self.options.ack_wait_seconds),
+        ]
+    }
+
+    fn spawn(&mut self, name: &str, service: &str, extra: &[String], health_port: u16) {
+        let log = self.logs.path().join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut command = Command::new(binary(service));
+        for setting in self.common().iter().chain(extra) {
+            command.arg("--set").arg(setting);
+        }
+        command
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(file);
+        let child = command.spawn().expect("start service");
+        self.processes.insert(
+            name.to_string(),
+            Process {
+                child,
+                log,
+                health: format!("http://127.0.0.1:{health_port}"),
+            },
+        );
+    }
+
+    /// Starts one more verifier named `name`.
+    pub fn add_verifier(&mut self, name: &str) {
+        let port = free_port();
+        let extra = [format!("listen=127.0.0.1:{port}"), format!("name={name}")];
+        self.spawn(name, "verifier", &extra, port);
+    }
+
+    /// Waits until every process answers `/readyz` with 200.
+    pub async fn wait_ready(&mut self) {
+        let names: Vec<String> = self.processes.keys().cloned().collect();
+        for name in names {
+            self.wait_ready_one(&name).await;
+        }
+    }
+
+    pub async fn wait_ready_one(&mut self, name: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let url = format!("{}/readyz", self.processes[name].health);
+            if let Ok(r) = self.http.get(&url).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            if let Ok(Some(status)) = self
+                .processes
+                .get_mut(name)
+                .expect("process")
+                .child
+                .try_wait()
+            {
+                panic!(
+                    "{name} exited with {status} before it was ready\n{}",
+                    self.log_of(name)
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} not ready after 60 s\n{}",
+                self.log_of(name)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// `kill -9` of one process.
+    pub fn kill(&mut self, name: &str) {
+        let p = self.processes.get_mut(name).expect("process");
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+    }
+
+    /// SIGTERM, then waits for a clean exit; returns the exit status.
+    pub fn terminate(&mut self, name: &str) -> std::process::ExitStatus {
+        let p = self.processes.get_mut(name).expect("process");
+        signal(p.child.id(), "TERM");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = p.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_of(&self, name: &str) -> String {
+        std::fs::read_to_string(&self.processes[name].log).unwrap_or_default()
+    }
+
+    /// Every process's log (for failure messages).
+    pub fn logs(&self) -> String {
+        self.processes
+            .keys()
+            .map(|n| {
+                let log = self.log_of(n);
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                format!("----- {n} -----\n{}\n", tail.join("\n"))
+            })
+            .collect()
+    }
+
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// `POST /api/investigations`; returns the new id.
+    pub async fn submit(&self, body: serde_json::Value) -> String {
+        let r = self
+            .http
+            .post(format!("{}/api/investigations", self.api))
+            .json(&body)
+            .send()
+            .await
+            .expect("POST /api/investigations");
+        let status = r.status();
+        let v: serde_json::Value = r.json().await.expect("JSON");
+        assert_eq!(status, 201, "{v}\n{}", self.logs());
+        v["id"].as_str().expect("id").to_string()
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.api))
+            .send()
+            .await
+            .expect("GET");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Polls until the investigation leaves the pipeline (WAITING_FOR_REVIEW
+    /// or a terminal state); returns its last view.
+    pub async fn wait_decided(&self, id: &str, within: Duration) -> serde_json::Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let (status, v) = self.get(&format!("/api/investigations/{id}")).await;
+            if status == 200 {
+                let state = v["state"].as_str().unwrap_or_default();
+                if matches!(
+                    state,
+                    "WAITING_FOR_REVIEW" | "APPROVED" | "REJECTED" | "FAILED" | "BLOCKED"
+                ) {
+                    return v;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "investigation {id} not decided within {within:?}: {v}\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("{}", self.logs());
+        }
+        for p in self.processes.values_mut() {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+}
+
+/// Sends `sig` (a name: TERM, STOP, CONT) with the `kill` command.
+pub fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}

@@ -1,0 +1,73 @@
+//! `tracelab --server URL investigate …` against a running fleet takes the
+//! same arguments and prints the same JSON as the embedded mode.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+use tracelab_e2e::{Fleet, FleetOptions, backends};
+use tracelab_testkit::scenarios;
+
+/// The `tracelab` binary `cargo test --workspace` built next to this test.
+fn tracelab() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join("tracelab");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it first (`cargo build -p tracelab`) or run `cargo test --workspace`",
+        path.display()
+    );
+    path
+}
+
+fn investigate(extra: &[&str], repo: &str, test: &str) -> Value {
+    let out = Command::new(tracelab())
+        .args(extra)
+        .args(["--quiet", "investigate", "--repo", repo, "--test", test])
+        .args(["--format", "json", "--parallel", "2"])
+        .output()
+        .expect("run tracelab");
+    assert!(
+        out.status.success(),
+        "tracelab {extra:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report on stdout")
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object().unwrap().keys().cloned().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cli_against_a_fleet_prints_the_embedded_report() {
+    let Some(b) = backends() else { return };
+    let s = scenarios::linear_regression(10, 6, 0.0);
+    let repo = s.repo.path().display().to_string();
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let server = fleet.api.clone();
+    let test = s.test_command.clone();
+    let remote = tokio::task::spawn_blocking({
+        let (repo, test) = (repo.clone(), test.clone());
+        move || investigate(&["--server", &server], &repo, &test)
+    })
+    .await
+    .unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("t.db").display().to_string();
+    let local = tokio::task::spawn_blocking(move || investigate(&["--db", &db_path], &repo, &test))
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(&remote),
+        keys(&local),
+        "the two reports have different fields"
+    );
+    for field in ["verdict", "test_command", "bad", "good"] {
+        assert_eq!(remote[field], local[field], "{field} differs");
+    }
+    assert_eq!(remote["culprit"]["commit"], s.culprit.as_deref().unwrap());
+    assert_eq!(remote["culprit"], local["culprit"]);
+    assert_eq!(remote["winner"]["status"], "VERIFIED");
+    assert_eq!(remote["state"], "WAITING_FOR_REVIEW");
+}

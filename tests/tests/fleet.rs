@@ -1,0 +1,367 @@
+//! The fleet end to end: the investigator, arbiter and verifier processes
+//! over a real NATS JetStream and PostgreSQL, driven through the REST API, with
+//! faults injected: a verifier killed mid-job, a poison message, NATS and
+//! PostgreSQL restarts, several verifiers sharing one work queue.
+//!
+//! Tests that restart a shared server hold the write half of [`SERVERS`];
+//! the others hold the read half, so a restart never hits a bystander.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::RwLock;
+use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message, Topology};
+use tracelab_domain::ids::HypothesisId;
+use tracelab_e2e::{Backends, Fleet, FleetOptions, backends};
+use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
+use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_store::{PgOptions, PgStore, SqliteStore};
+use tracelab_testkit::scenarios::{self, Scenario};
+
+static SERVERS: RwLock<()> = RwLock::const_new(());
+
+fn request(s: &Scenario, issue: &str) -> Value {
+    json!({
+        "repository": s.repo.path().display().to_string(),
+        "test_command": s.test_command,
+        "issue_id": issue,
+        "parallelism": 2,
+        "command_timeout_ms": 30000,
+    })
+}
+
+async fn store_of(fleet: &Fleet) -> PgStore {
+    PgStore::connect(
+        &fleet.backends.postgres,
+        PgOptions {
+            schema: Some(fleet.schema.clone()),
+            ..PgOptions::default()
+        },
+    )
+    .await
+    .expect("store")
+}
+
+/// The revert hypothesis of a decided investigation, with a check that its
+/// experiments were stored exactly once.
+async fn revert_stored_once(fleet: &Fleet, report: &Value) -> HypothesisId {
+    let revert = report["hypotheses"]
+        .as_array()
+        .expect("hypotheses")
+        .iter()
+        .find(|h| h["kind"] == "revert")
+        .unwrap_or_else(|| panic!("no revert hypothesis in {report}"));
+    let id = HypothesisId(revert["id"].as_str().unwrap().to_string());
+    let store = store_of(fleet).await;
+    let stored = store
+        .hypothesis(&id)
+        .await
+        .unwrap()
+        .expect("stored hypothesis");
+    assert_eq!(
+        store.experiment_count(&id).await.unwrap(),
+        stored.experiments.len() as i64,
+        "experiments of {id} stored more than once"
+    );
+    assert!(!stored.experiments.is_empty());
+    id
+}
+
+async fn embedded(s: &Scenario) -> tracelab_domain::report::Report {
+    let config = EngineConfig {
+        parallelism: 2,
+        command_timeout: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let local = LocalConfig {
+        path: std::env::var("PATH").unwrap(),
+        allowlist: config.allowlist.clone(),
+    };
+    let engine = Engine {
+        config,
+        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
+        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
+        progress: Arc::new(Silent),
+    };
+    engine
+        .investigate(InvestigateRequest {
+            repo: s.repo.path().to_path_buf(),
+            test_command: s.test_command.clone(),
+            good: None,
+            bad: None,
+            issue_id: Some("EMB-1".into()),
+        })
+        .await
+        .map_err(|a| a.error)
+        .expect("embedded investigation")
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..12]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::regression_behind_broken_range();
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let id = fleet.submit(request(&s, "E2E-1")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(
+        view["state"],
+        "WAITING_FOR_REVIEW",
+        "{view}\n{}",
+        fleet.logs()
+    );
+    let report = &view["report"];
+    let culprit = s.culprit.as_deref().unwrap();
+    assert_eq!(report["culprit"]["commit"], culprit, "{report}");
+    assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
+    assert_eq!(report["state"], "WAITING_FOR_REVIEW");
+    revert_stored_once(&fleet, report).await;
+
+    // The same question answered by the one-process pipeline.
+    let local = embedded(&s).await;
+    assert_eq!(report["verdict"], local.verdict.as_str());
+    assert_eq!(
+        report["culprit"]["commit"],
+        local.culprit.as_ref().unwrap().commit
+    );
+    let kinds = |hs: &[Value]| -> Vec<(String, String)> {
+        hs.iter()
+            .map(|h| (h["kind"].to_string(), h["status"].to_string()))
+            .collect()
+    };
+    let local_json = serde_json::to_value(&local).unwrap();
+    assert_eq!(
+        kinds(report["hypotheses"].as_array().unwrap()),
+        kinds(local_json["hypotheses"].as_array().unwrap()),
+        "fleet and embedded hypotheses differ"
+    );
+
+    // Reading and reviewing through the API.
+    let (status, list) = fleet
+        .get(&format!("/api/investigations/{id}/hypotheses"))
+        .await;
+    assert_eq!(status, 200);
+    let hid = list["hypotheses"][0]["id"].as_str().unwrap().to_string();
+    let (status, evidence) = fleet.get(&format!("/api/hypotheses/{hid}/evidence")).await;
+    assert_eq!(status, 200, "{evidence}");
+    assert!(
+        evidence["experiments"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+    );
+    let approved: Value = fleet
+        .http()
+        .post(format!("{}/api/investigations/{id}/approve", fleet.api))
+        .json(&json!({"reason": "the revert is right"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(approved["state"], "APPROVED", "{approved}");
+    let again = fleet
+        .http()
+        .post(format!("{}/api/investigations/{id}/reject", fleet.api))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409, "a decided review cannot be changed");
+    let (status, _) = fleet.get("/api/investigations/not-an-id!").await;
+    assert_eq!(status, 400);
+    let (status, _) = fleet.get("/api/investigations/0000").await;
+    assert_eq!(status, 404);
+    eprintln!("culprit {} found by the fleet", short(culprit));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_verifier_killed_mid_job_is_replaced_and_results_are_stored_once() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    // A slow test (0.4 s a run) so the verification takes several seconds.
+    let s = scenarios::linear_regression(12, 7, 0.4);
+    let mut fleet = Fleet::start(
+        &b,
+        FleetOptions {
+            verifiers: 1,
+            ack_wait_seconds: 3,
+            ..FleetOptions::default()
+        },
+    )
+    .await;
+    let id = fleet.submit(request(&s, "KILL-1")).await;
+    let started = tokio::time::Instant::now();
+    while !fleet.log_of("verifier-1").contains("verifying") {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the verifier never started\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    fleet.kill("verifier-1");
+    fleet.add_verifier("verifier-2");
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(
+        view["state"],
+        "WAITING_FOR_REVIEW",
+        "{view}\n{}",
+        fleet.logs()
+    );
+    let report = &view["report"];
+    assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
+    assert_eq!(report["winner"]["status"], "VERIFIED");
+    let hid = revert_stored_once(&fleet, report).await;
+    assert!(
+        fleet.log_of("verifier-2").contains("verifying"),
+        "the job was not redelivered to the second verifier\n{}",
+        fleet.logs()
+    );
+    let store = store_of(&fleet).await;
+    assert_eq!(store.processed_count("verifier").await.unwrap(), 1);
+    assert_eq!(
+        store.verified_by(&hid).await.unwrap().as_deref(),
+        Some("verifier-2")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_poison_message_is_dead_lettered_and_the_verifier_keeps_going() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let topology = Topology::with_prefix(&fleet.prefix);
+    let bus = JetStreamBus::connect(&b.nats, topology.clone())
+        .await
+        .unwrap();
+    bus.publish(Message::new(
+        topology.verify_jobs(),
+        "poison-1",
+        &b"\xff\x00 not a protobuf job"[..],
+    ))
+    .await
+    .unwrap();
+    let mut dlq = bus
+        .consumer(
+            ConsumerSpec::new(topology.dead_letter_stream(), "e2e-dlq")
+                .filter(topology.dead_letters()),
+        )
+        .await
+        .unwrap();
+    let letter = dlq
+        .next(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no dead letter\n{}", fleet.logs()));
+    let meta = DeadLetter::read(&letter.message).expect("dead-letter headers");
+    assert_eq!(meta.original_id, "poison-1");
+    assert_eq!(meta.original_subject, topology.verify_jobs());
+    assert!(meta.error.contains("not a valid"), "{}", meta.error);
+    letter.ack().await.unwrap();
+
+    // The same verifier still does real work.
+    let s = scenarios::linear_regression(6, 3, 0.0);
+    let id = fleet.submit(request(&s, "AFTER-POISON")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(view["report"]["winner"]["status"], "VERIFIED", "{view}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_verifiers_share_twelve_hypotheses_and_each_is_processed_once() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let fleet = Fleet::start(
+        &b,
+        FleetOptions {
+            verifiers: 3,
+            ..FleetOptions::default()
+        },
+    )
+    .await;
+    let scenarios: Vec<Scenario> = (0..12)
+        .map(|i| scenarios::linear_regression(6, 1 + i % 5, 0.05))
+        .collect();
+    let mut ids = Vec::new();
+    for (i, s) in scenarios.iter().enumerate() {
+        ids.push(fleet.submit(request(s, &format!("SHARE-{i}"))).await);
+    }
+    let store = store_of(&fleet).await;
+    let mut verified = Vec::new();
+    for (id, s) in ids.iter().zip(&scenarios) {
+        let view = fleet.wait_decided(id, Duration::from_secs(600)).await;
+        let report = &view["report"];
+        assert_eq!(
+            report["culprit"]["commit"],
+            s.culprit.as_deref().unwrap(),
+            "{view}"
+        );
+        assert_eq!(report["winner"]["status"], "VERIFIED");
+        verified.push(revert_stored_once(&fleet, report).await);
+    }
+    assert_eq!(
+        store.processed_count("verifier").await.unwrap(),
+        12,
+        "each of the twelve jobs recorded exactly once"
+    );
+    let mut by = std::collections::BTreeMap::<String, u32>::new();
+    for hid in &verified {
+        let who = store.verified_by(hid).await.unwrap().expect("verified_by");
+        *by.entry(who).or_default() += 1;
+    }
+    eprintln!("twelve hypotheses verified by: {by:?}");
+    assert_eq!(by.values().sum::<u32>(), 12);
+}
+
+fn backends_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local/backends.sh")
+}
+
+fn run_script(arg: &str) {
+    let status = std::process::Command::new(backends_script())
+        .arg(arg)
+        .status()
+        .expect("backends.sh");
+    assert!(status.success(), "backends.sh {arg} failed");
+}
+
+/// Restarts one shared server while an investigation is in flight; the
+/// investigation still ends with the right, verified culprit.
+async fn survives_restart(b: &Backends, what: &str) {
+    let _servers = SERVERS.write().await;
+    let s = scenarios::linear_regression(16, 9, 0.3);
+    let fleet = Fleet::start(b, FleetOptions::default()).await;
+    let id = fleet.submit(request(&s, "RESTART-1")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    run_script(what);
+    let view = fleet.wait_decided(&id, Duration::from_secs(600)).await;
+    assert_eq!(
+        view["state"],
+        "WAITING_FOR_REVIEW",
+        "{view}\n{}",
+        fleet.logs()
+    );
+    assert_eq!(
+        view["report"]["culprit"]["commit"],
+        s.culprit.as_deref().unwrap()
+    );
+    assert_eq!(view["report"]["winner"]["status"], "VERIFIED");
+    revert_stored_once(&fleet, &view["report"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_nats_restart_mid_investigation_loses_nothing() {
+    let Some(b) = backends() else { return };
+    survives_restart(&b, "restart-nats").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_postgres_restart_mid_investigation_loses_nothing() {
+    let Some(b) = backends() else { return };
+    survives_restart(&b, "restart-postgres").await;
+}
