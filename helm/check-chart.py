@@ -21,6 +21,10 @@ one extra template that passes everything rendered to `required`, which in
 lint mode logs its message instead of failing: the log carries the rendered
 manifests. Needs PyYAML (python3-yaml) and cffi for that path.
 
+With TRACELAB_BIN=<dir of service binaries> (e.g. target/release), each
+service also loads its rendered settings file and Secret-fed variables with
+`--print-config`, so the chart and the binaries cannot drift apart.
+
 Exit status 0 when every check holds; the failed checks are printed.
 """
 
@@ -153,6 +157,34 @@ def env_of(container):
     return {e["name"]: e for e in container.get("env", [])}
 
 
+def check_with_binary(name, toml_text, env, secrets, settings, c, where):
+    """With TRACELAB_BIN (a directory of service binaries), the service itself
+    loads the rendered file and the Secret-fed variables (`--print-config`)."""
+    bin_dir = os.environ.get("TRACELAB_BIN")
+    binary = Path(bin_dir or "/nonexistent") / f"tracelab-{name}"
+    if not binary.is_file():
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / f"{name}.toml"
+        config.write_text(toml_text)
+        run_env = {"PATH": os.environ.get("PATH", ""), "TRACELAB_CONFIG": str(config)}
+        for key, e in env.items():
+            ref = e.get("valueFrom", {}).get("secretKeyRef")
+            if ref and ref["name"] in secrets:
+                run_env[key] = secrets[ref["name"]][ref["key"]]
+            elif "value" in e and key.startswith("TRACELAB__"):
+                run_env[key] = e["value"]
+        run = subprocess.run([str(binary), "--print-config"], env=run_env, capture_output=True, text=True)
+    if c.that(run.returncode == 0, f"{where}: {binary.name} rejects its settings: {run.stderr.strip()}"):
+        loaded = json.loads(run.stdout)
+        c.that(loaded["listen"] == settings["listen"], f"{where}: {binary.name} listens on {loaded['listen']}")
+        if "TRACELAB__FLEET__POSTGRES_URL" in run_env:
+            c.that(loaded["fleet"]["postgres_url"] == run_env["TRACELAB__FLEET__POSTGRES_URL"],
+                   f"{where}: {binary.name} did not take the PostgreSQL URL from the Secret")
+        if "TRACELAB__TOKENS" in run_env:
+            c.that(len(loaded.get("tokens", [])) > 0, f"{where}: {binary.name} did not take the tokens")
+
+
 def check_manifests(text, values, c, scenario):
     docs = [d for d in yaml.safe_load_all(text) if d]
     by_kind = {}
@@ -208,6 +240,8 @@ def check_manifests(text, values, c, scenario):
             c.that(pg.get("name") == want_secret, f"{where}: PostgreSQL secret {pg}")
         else:
             c.that(pg.get("key") in secrets.get(pg.get("name"), {}), f"{where}: PostgreSQL secret ref {pg} does not resolve")
+        if text is not None:
+            check_with_binary(name, text, env, secrets, settings, c, where)
         if name == "investigator":
             tokens = env.get("TRACELAB__TOKENS")
             has_tokens = bool(values["api"]["tokens"] or values["api"]["existingSecret"])

@@ -101,9 +101,10 @@ impl Remote {
         }
         let started = Instant::now();
         let mut last_state = String::new();
+        let path = format!("/api/investigations/{id}");
         loop {
             let view = tokio::select! {
-                view = self.call(reqwest::Method::GET, &format!("/api/investigations/{id}"), None) => view?,
+                view = self.call(reqwest::Method::GET, &path, None) => view?,
                 _ = tokio::signal::ctrl_c() => {
                     eprintln!("stopped following; investigation {id} goes on in the fleet");
                     return Ok(ExitCode::from(130));

@@ -59,7 +59,10 @@ fn report(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         // The real HOME: rustup finds its toolchains there.
-        .env("HOME", std::env::var_os("HOME").unwrap_or_else(|| dir.into()))
+        .env(
+            "HOME",
+            std::env::var_os("HOME").unwrap_or_else(|| dir.into()),
+        )
         .current_dir(dir)
         .arg("report")
         .args(args);

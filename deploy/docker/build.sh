@@ -6,7 +6,9 @@
 #   deploy/docker/build.sh registry.example.com/tracelab 0.1.0 --push
 #
 # Images: PREFIX/tracelab-<service>:TAG (the Helm chart's image.repository
-# is PREFIX). Needs BuildKit (docker buildx or DOCKER_BUILDKIT=1).
+# is PREFIX). Needs BuildKit (docker buildx or DOCKER_BUILDKIT=1). A service
+# whose cargo package is not tracelab-<service> is named with
+# PACKAGE_<SERVICE>=..., e.g. PACKAGE_INGEST=tracelab-ingest-service.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -16,9 +18,11 @@ push="${3:-}"
 
 for service in investigator verifier arbiter ingest indexer; do
     image="$prefix/tracelab-$service:$tag"
+    package_var="PACKAGE_${service^^}"
+    package="${!package_var:-tracelab-$service}"
     echo "build.sh: $image" >&2
     DOCKER_BUILDKIT=1 docker build -f deploy/docker/Dockerfile \
-        --build-arg SERVICE="$service" -t "$image" .
+        --build-arg SERVICE="$service" --build-arg PACKAGE="$package" -t "$image" .
     if [ "$push" = "--push" ]; then
         docker push "$image"
     fi

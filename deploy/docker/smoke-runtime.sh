@@ -55,6 +55,6 @@ if docker exec "$name" sh -c 'touch /usr/local/bin/x' 2>/dev/null; then fail "ro
 docker exec "$name" sh -c 'touch /tmp/x' || fail "/tmp is not writable"
 pid1="$(docker exec "$name" cat /proc/1/comm)"
 [ "$pid1" = tini ] || fail "PID 1 is $pid1, not tini"
-tools="$(docker exec "$name" sh -c 'command -v git python3 || true' | tr '\n' ' ')"
+tools="$(docker exec "$name" sh -c 'for t in git python3; do command -v $t; done; true' | tr '\n' ' ')"
 echo "smoke: $service ok (uid 10001, read-only root, tini, /healthz answers; tools: ${tools:-none})"
 docker stop -t 30 "$name" >/dev/null

@@ -287,6 +287,10 @@ mod tests {
         let second = prepare(dir.path(), 3, shape, 2).unwrap();
         assert_eq!(second.generated, 1);
         assert_eq!(&second.repos[..2], &first.repos[..]);
+        // Fewer than are there: the first ones, nothing made, the rest kept for later.
+        let fewer = prepare(dir.path(), 1, shape, 2).unwrap();
+        assert_eq!((fewer.generated, &fewer.repos[..]), (0, &first.repos[..1]));
+        assert_eq!(prepare(dir.path(), 3, shape, 2).unwrap().generated, 0);
         let e = prepare(
             dir.path(),
             3,

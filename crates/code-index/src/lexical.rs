@@ -15,8 +15,8 @@
 use crate::error::{Error, Result};
 use crate::tokenize::{for_each_token, for_each_token_at};
 use tantivy::collector::TopDocs;
-use tantivy::indexer::NoMergePolicy;
 use tantivy::columnar::Column;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};

@@ -161,7 +161,7 @@ impl Api {
         let report = match row.report {
             Some(_) => InvestigationStore::get(&self.store, &id)
                 .await?
-                .map(|r| serde_json::to_value(r))
+                .map(serde_json::to_value)
                 .transpose()
                 .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?,
             None => None,

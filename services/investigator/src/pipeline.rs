@@ -204,7 +204,7 @@ impl Investigator {
                     culprit: candidate.culprit.clone(),
                     passes_needed: candidate.passes_needed,
                     classification_json: classification.clone(),
-                    limits: event.limits.clone().or(Some(Limits::default())),
+                    limits: event.limits.or(Some(Limits::default())),
                 };
                 events::publish(
                     self.bus.as_ref() as &dyn Bus,
