@@ -88,6 +88,9 @@ pub struct LocateArgs {
     /// Add sentence-embedding similarity (all-MiniLM-L6-v2) from a local model folder; without a value: $TRACELAB_MODEL_DIR, else ~/.cache/tracelab/models/all-MiniLM-L6-v2 (deploy/models/fetch-minilm.sh). Needs a build with `--features embeddings`.
     #[arg(long, value_name = "MODEL_DIR", num_args = 0..=1)]
     pub embeddings: Option<Option<PathBuf>>,
+    /// A running indexer service (e.g. http://127.0.0.1:8087) answers instead of this process; --repo must be a path it may read. Prints the same result.
+    #[arg(long, env = "TRACELAB_INDEXER", value_name = "URL", conflicts_with_all = ["test", "embeddings"])]
+    pub indexer: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -88,6 +88,14 @@ pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
         (None, Some((_, _, spectrum))) => spectrum.output.clone(),
         (None, None) => anyhow::bail!("--evidence FILE or --test CMD is needed"),
     };
+    if let Some(url) = &args.indexer {
+        let found = remote_locate(url, &args, evidence).await?;
+        match args.format {
+            Format::Json => println!("{}", serde_json::to_string_pretty(&found)?),
+            Format::Markdown => print!("{}", render(&found)?),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let options = LocateOptions {
         // The commit the coverage ran at, so both describe the same code.
         rev: covered
@@ -126,6 +134,24 @@ pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
         Format::Markdown => print!("{}", render(&found)?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--indexer URL`: the indexer service locates; the repository path is
+/// made absolute because the service resolves it on its own.
+async fn remote_locate(
+    url: &str,
+    args: &LocateArgs,
+    evidence: String,
+) -> anyhow::Result<Locations> {
+    let repo = std::fs::canonicalize(&args.repo)
+        .with_context(|| format!("cannot resolve --repo {}", args.repo.display()))?;
+    let request = tracelab_proto::index::v1::LocateRequest {
+        repository: repo.display().to_string(),
+        evidence,
+        rev: args.rev.clone().unwrap_or_default(),
+        top: u32::try_from(args.top).context("--top is too large")?,
+    };
+    tracelab_indexer::client::locate(url, request).await
 }
 
 /// A compact table per list, from the JSON form so it shows exactly what `--format json` does.

@@ -32,9 +32,9 @@ mkdir -p "$FLEET_DIR/logs"
 deploy/local/backends.sh start
 eval "$(deploy/local/backends.sh env)"
 
-SERVICES=(tracelab-investigator tracelab-verifier tracelab-arbiter)
-log "building ${SERVICES[*]} (release)"
-cargo build --release --locked $(printf -- '-p %s ' "${SERVICES[@]}") >&2
+PACKAGES=(tracelab-ingest-service tracelab-indexer tracelab-investigator tracelab-verifier tracelab-arbiter)
+log "building ${PACKAGES[*]} (release)"
+cargo build --release --locked $(printf -- '-p %s ' "${PACKAGES[@]}") >&2
 BIN="$CARGO_TARGET_DIR/release"
 
 COMMON=(
@@ -51,7 +51,13 @@ start() { # name binary health-port settings...
     echo "$! $name $port" >> "$FLEET_DIR/pids"
 }
 
+# Ports from the API port: +1 investigations gRPC, +2 ingest HTTP, +3 OTLP
+# logs gRPC, +4 arbiter health, +6 indexer health, +7 indexer gRPC, +10+i verifiers.
 start investigator tracelab-investigator "$API_PORT" --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
+start ingest tracelab-ingest $((API_PORT + 2)) --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
+# On one machine any local repository may be indexed; a deployment lists its roots.
+start indexer tracelab-indexer $((API_PORT + 6)) --set "grpc_listen=127.0.0.1:$((API_PORT + 7))" \
+    --set "allow_any_repository=true"
 start arbiter tracelab-arbiter $((API_PORT + 4))
 for i in $(seq 1 "$VERIFIERS"); do
     start "verifier-$i" tracelab-verifier $((API_PORT + 10 + i)) --set "name=verifier-$i"
@@ -71,4 +77,6 @@ while read -r pid name port; do
 done < "$FLEET_DIR/pids"
 
 log "gRPC investigations API: 127.0.0.1:$((API_PORT + 1))"
+log "ingest: http://127.0.0.1:$((API_PORT + 2)) (POST /v1/ci-failures, /v1/logs); OTLP logs gRPC 127.0.0.1:$((API_PORT + 3))"
+log "indexer gRPC (tracelab.index.v1.Retrieval): 127.0.0.1:$((API_PORT + 7))"
 echo "http://127.0.0.1:$API_PORT"

@@ -1,4 +1,4 @@
-//! A whole fleet on one machine for end-to-end tests: the service binaries
+//! A whole fleet on one machine for end-to-end tests: the five service binaries
 //! of this package started as processes against the real NATS JetStream and
 //! PostgreSQL of `deploy/local/backends.sh` (`TRACELAB_TEST_NATS`,
 //! `TRACELAB_TEST_POSTGRES`). Every fleet gets its own subject prefix and
@@ -59,6 +59,10 @@ pub struct Fleet {
     /// REST API base URL, e.g. `http://127.0.0.1:41234`.
     pub api: String,
     pub grpc: String,
+    /// Ingest HTTP base URL (`/v1/ci-failures`, `/v1/logs`).
+    pub ingest: String,
+    /// Indexer gRPC endpoint (`tracelab.index.v1.Retrieval`).
+    pub indexer: String,
     options: FleetOptions,
     processes: BTreeMap<String, Process>,
     logs: tempfile::TempDir,
@@ -91,8 +95,8 @@ fn binary(name: &str) -> PathBuf {
 }
 
 impl Fleet {
-    /// Starts the investigator, the arbiter and `options.verifiers`
-    /// verifiers, and waits until each reports ready.
+    /// Starts the five services — ingest, indexer, investigator, arbiter and
+    /// `options.verifiers` verifiers — and waits until each reports ready.
     pub async fn start(backends: &Backends, options: FleetOptions) -> Fleet {
         tracelab_bus::install_crypto_provider();
         let prefix = unique_name("e2e");
@@ -102,6 +106,8 @@ impl Fleet {
             prefix,
             api: String::new(),
             grpc: String::new(),
+            ingest: String::new(),
+            indexer: String::new(),
             options: options.clone(),
             processes: BTreeMap::new(),
             logs: tempfile::tempdir().expect("log dir"),
@@ -131,6 +137,29 @@ impl Fleet {
             &[format!("listen=127.0.0.1:{port}"), "sweep_seconds=1".into()],
             port,
         );
+        let (ingest, otlp) = (free_port(), free_port());
+        fleet.ingest = format!("http://127.0.0.1:{ingest}");
+        fleet.spawn(
+            "ingest",
+            "ingest",
+            &[
+                format!("listen=127.0.0.1:{ingest}"),
+                format!("grpc_listen=127.0.0.1:{otlp}"),
+            ],
+            ingest,
+        );
+        let (health, retrieval) = (free_port(), free_port());
+        fleet.indexer = format!("http://127.0.0.1:{retrieval}");
+        fleet.spawn(
+            "indexer",
+            "indexer",
+            &[
+                format!("listen=127.0.0.1:{health}"),
+                format!("grpc_listen=127.0.0.1:{retrieval}"),
+                "allow_any_repository=true".into(),
+            ],
+            health,
+        );
         for i in 1..=options.verifiers {
             fleet.add_verifier(&format!("verifier-{i}"));
         }
@@ -156,7 +185,10 @@ impl Fleet {
         for setting in self.common().iter().chain(extra) {
             command.arg("--set").arg(setting);
         }
+        // The system's interpreters (Debian's python3 with pytest), not a
+        // version manager's shims that the developer's PATH may put first.
         command
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(file);

@@ -365,3 +365,117 @@ async fn a_postgres_restart_mid_investigation_loses_nothing() {
     let Some(b) = backends() else { return };
     survives_restart(&b, "restart-postgres").await;
 }
+
+/// The JUnit report of a real pytest run of the calculator's test at HEAD.
+fn pytest_junit(s: &Scenario) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let xml = out.path().join("junit.xml");
+    let run = std::process::Command::new("/usr/bin/python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml"])
+        .arg(&xml)
+        .arg("test_app.py")
+        .current_dir(s.repo.path())
+        .output()
+        .expect("python3 -m pytest (Debian's python3-pytest)");
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "pytest should report one failure: {}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    std::fs::read_to_string(xml).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ci_evidence_through_ingest_starts_an_investigation_that_finds_the_culprit() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::regression_behind_broken_range();
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let repository = s.repo.path().display().to_string();
+
+    // The CI step (`tracelab report`) posts the test report to ingest.
+    let report = json!({
+        "schema": 1,
+        "repository": repository,
+        "commit": s.head,
+        "branch": "main",
+        "job": {"provider": "local", "id": "1", "name": "test"},
+        "reports": [{"path": "junit.xml", "content": pytest_junit(&s)}],
+        "environment": {"os": "linux", "arch": "x86_64"},
+        "created_at": 1_780_000_000u64,
+    });
+    let answer = fleet
+        .http()
+        .post(format!("{}/v1/ci-failures", fleet.ingest))
+        .json(&report)
+        .send()
+        .await
+        .expect("POST /v1/ci-failures");
+    let status = answer.status();
+    let answer: Value = answer.json().await.expect("JSON");
+    assert_eq!(status, 202, "{answer}\n{}", fleet.logs());
+    let evidence_id = answer["evidence"][0]["id"]
+        .as_str()
+        .or_else(|| answer["evidence_ids"][0].as_str())
+        .unwrap_or_else(|| panic!("no evidence id in {answer}"))
+        .to_string();
+
+    // An investigation from the evidence alone: the test command, the
+    // failing commit and the repository come from what ingest stored.
+    let id = fleet
+        .submit(json!({"evidence_id": evidence_id, "issue_id": "E2E-EV", "parallelism": 2}))
+        .await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(
+        view["state"],
+        "WAITING_FOR_REVIEW",
+        "{view}\n{}",
+        fleet.logs()
+    );
+    assert_eq!(
+        view["test_command"],
+        "python3 -m pytest -q test_app.py::test_add"
+    );
+    assert_eq!(view["repository"], repository);
+    assert_eq!(
+        view["report"]["culprit"]["commit"],
+        s.culprit.as_deref().unwrap(),
+        "{view}"
+    );
+    assert_eq!(view["report"]["winner"]["status"], "VERIFIED");
+    let store = store_of(&fleet).await;
+    let linked = store
+        .investigation_evidence(&tracelab_domain::ids::InvestigationId(id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(linked, vec![evidence_id.clone()]);
+
+    // The indexer answers where to look for the same failure.
+    use tracelab_proto::index::v1::{LocateRequest, retrieval_client::RetrievalClient};
+    let mut indexer = RetrievalClient::connect(fleet.indexer.clone())
+        .await
+        .expect("indexer gRPC");
+    let located = indexer
+        .locate(LocateRequest {
+            repository: repository.clone(),
+            evidence: pytest_junit(&s),
+            rev: String::new(),
+            top: 5,
+        })
+        .await
+        .expect("Locate")
+        .into_inner();
+    let files: Vec<&str> = located.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files.first(), Some(&"app.py"), "{files:?}");
+
+    // Evidence that names no runnable test is refused with the reason.
+    let refused = fleet
+        .http()
+        .post(format!("{}/api/investigations", fleet.api))
+        .json(&json!({"evidence_id": "no-such-evidence"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+}

@@ -90,6 +90,15 @@ impl Topology {
                 duplicate_window: dup,
                 max_age: Some(30 * DAY),
             },
+            // Raw evidence CI systems publish for the ingest (work queue:
+            // one ingest takes each message; removed once processed).
+            StreamSpec {
+                name: format!("{upper}_INTAKE"),
+                subjects: vec![format!("{prefix}.intake.>")],
+                retention: Retention::WorkQueue,
+                duplicate_window: dup,
+                max_age: None,
+            },
         ];
         Self {
             prefix: prefix.to_string(),
@@ -131,6 +140,11 @@ impl Topology {
         format!("{}.jobs.verify", self.prefix)
     }
 
+    /// Raw evidence for the ingest (`ci-failures`, `logs`): `<prefix>.intake.<kind>`.
+    pub fn intake(&self, kind: &str) -> String {
+        format!("{}.intake.{kind}", self.prefix)
+    }
+
     /// Where a message that cannot be processed goes: `<prefix>.dlq.<original subject>`.
     pub fn dead_letter(&self, original: &str) -> String {
         format!("{}.dlq.{original}", self.prefix)
@@ -152,6 +166,9 @@ impl Topology {
     }
     pub fn dead_letter_stream(&self) -> &StreamSpec {
         &self.streams[3]
+    }
+    pub fn intake_stream(&self) -> &StreamSpec {
+        &self.streams[4]
     }
 
     /// The stream that captures `subject`, if any.
@@ -213,6 +230,8 @@ mod tests {
             t.investigation_events("01J"),
             t.verify_jobs(),
             t.dead_letter(&t.verify_jobs()),
+            t.intake("ci-failures"),
+            t.dead_letter(&t.intake("logs")),
         ] {
             let n = t.streams().iter().filter(|s| s.captures(&subject)).count();
             assert_eq!(n, 1, "{subject}");
@@ -221,6 +240,9 @@ mod tests {
         assert_eq!(t.verify_jobs_stream().retention, Retention::WorkQueue);
         assert_eq!(t.verify_jobs(), "tracelab.jobs.verify");
         assert_eq!(t.dead_letter_stream().name, "TRACELAB_DLQ");
+        assert_eq!(t.intake_stream().name, "TRACELAB_INTAKE");
+        assert_eq!(t.intake_stream().retention, Retention::WorkQueue);
+        assert_eq!(t.intake("logs"), "tracelab.intake.logs");
     }
 
     #[test]

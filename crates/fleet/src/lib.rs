@@ -6,6 +6,7 @@
 
 pub mod connect;
 pub mod events;
+pub mod ready;
 pub mod sandbox;
 pub mod settings;
 pub mod worker;

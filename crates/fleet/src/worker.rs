@@ -81,6 +81,37 @@ where
     Ok(())
 }
 
+/// Runs `concurrency` worker loops on one consumer (they share its
+/// deliveries) and waits for all of them: a service's whole consumer side.
+pub async fn run_pool<H, Fut>(
+    concurrency: usize,
+    bus: Arc<dyn Bus>,
+    spec: ConsumerSpec,
+    options: WorkerOptions,
+    shutdown: Shutdown,
+    handler: H,
+) -> anyhow::Result<()>
+where
+    H: Fn(Arc<Delivery>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    let workers: Vec<_> = (0..concurrency.max(1))
+        .map(|_| {
+            tokio::spawn(run(
+                bus.clone(),
+                spec.clone(),
+                options.clone(),
+                shutdown.clone(),
+                handler.clone(),
+            ))
+        })
+        .collect();
+    for w in workers {
+        w.await??;
+    }
+    Ok(())
+}
+
 async fn sleep_or_shutdown(delay: Duration, shutdown: &Shutdown) {
     tokio::select! {
         _ = tokio::time::sleep(delay) => {}

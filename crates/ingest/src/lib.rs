@@ -58,6 +58,7 @@ mod normalize;
 pub mod otlp;
 mod parsers;
 mod redact;
+pub mod rerun;
 mod signature;
 
 pub use ci::{CiFailureReport, CiParseOutput, parse_ci_report};
@@ -77,6 +78,7 @@ pub use normalize::{Normalizer, normalize_function, signature_path};
 pub use otlp::{OtlpEncoding, parse_otlp_logs};
 pub use parsers::logs::{LogRecord, failure_from_record};
 pub use redact::{Finding, RedactionConfig, Redactor, SecretKind, is_sensitive_key, redact_text};
+pub use rerun::rerun_command;
 pub use signature::{error_signature, location_signature, normalize_message, stack_signature};
 
 use std::borrow::Cow;

@@ -16,4 +16,10 @@ pub mod api {
     }
 }
 
+pub mod index {
+    pub mod v1 {
+        tonic::include_proto!("tracelab.index.v1");
+    }
+}
+
 pub use prost::Message;

@@ -47,6 +47,17 @@ pub struct ArbitrationInput {
     pub hypotheses: Vec<Hypothesis>,
 }
 
+/// A piece of evidence as ingest stored it: `body` is the redacted failure
+/// (the `tracelab parse` object).
+#[derive(Debug, Clone)]
+pub struct EvidenceRow {
+    pub id: String,
+    pub kind: String,
+    pub repository: Option<String>,
+    pub commit: Option<String>,
+    pub body: Value,
+}
+
 /// An investigation's row, whatever its progress.
 #[derive(Debug, Clone)]
 pub struct InvestigationRow {
@@ -130,8 +141,10 @@ impl PgStore {
         repository: &str,
         test_command: &str,
         request: &Value,
+        evidence: &[String],
     ) -> Result<()> {
         let now = OffsetDateTime::now_utc();
+        let mut tx = self.pool().begin().await.map_err(db_error)?;
         let inserted = sqlx::query(
             "INSERT INTO investigations (id, repository, test_command, state, request, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
         )
@@ -141,15 +154,57 @@ impl PgStore {
         .bind(InvestigationState::Created.as_str())
         .bind(request)
         .bind(now)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await;
         match inserted {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Error::conflict(
-                format!("investigation {id} already exists"),
-            )),
-            Err(e) => Err(db_error(e)),
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(Error::conflict(format!(
+                    "investigation {id} already exists"
+                )));
+            }
+            Err(e) => return Err(db_error(e)),
         }
+        for evidence_id in evidence {
+            sqlx::query(
+                "INSERT INTO investigation_evidence (investigation_id, evidence_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            )
+            .bind(&id.0)
+            .bind(evidence_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)
+    }
+
+    /// Evidence ingest stored (already redacted), by id.
+    pub async fn evidence(&self, id: &str) -> Result<Option<EvidenceRow>> {
+        let row = sqlx::query(
+            "SELECT id, kind, repository, commit_sha, body FROM evidence WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_error)?;
+        Ok(row.map(|r| EvidenceRow {
+            id: r.get(0),
+            kind: r.get(1),
+            repository: r.get(2),
+            commit: r.get(3),
+            body: r.get::<sqlx::types::Json<Value>, _>(4).0,
+        }))
+    }
+
+    /// The evidence an investigation was started from.
+    pub async fn investigation_evidence(&self, id: &InvestigationId) -> Result<Vec<String>> {
+        sqlx::query_scalar(
+            "SELECT evidence_id FROM investigation_evidence WHERE investigation_id = $1 ORDER BY evidence_id",
+        )
+        .bind(&id.0)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_error)
     }
 
     /// One investigation's row.

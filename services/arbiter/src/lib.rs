@@ -20,7 +20,7 @@ use tracelab_fleet::events::{self, ids, steps};
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_proto::events::v1::{HypothesesProposed, HypothesisVerified, InvestigationDecided};
-use tracelab_service::health::{self, Readiness};
+use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
 use tracelab_store::PgStore;
 
@@ -58,21 +58,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     let listener = http::bind(&settings.listen).await?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
-    let readiness = Readiness::new(shutdown.clone())
-        .check("postgres", {
-            let store = store.clone();
-            move || {
-                let store = store.clone();
-                async move { store.ping().await }
-            }
-        })
-        .check("nats", {
-            let bus = bus.clone();
-            move || {
-                let bus = bus.clone();
-                async move { bus.ping().await }
-            }
-        });
+    let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let server = tokio::spawn(http::serve(
         listener,
         health::routes(readiness),

@@ -34,7 +34,9 @@ pub struct CreateRequest {
     pub repository: String,
     /// The failing test command.
     pub test_command: Option<String>,
-    /// Instead of a test command: an evidence id from ingest (not supported yet).
+    /// Evidence ingest stored: supplies the test command (re-running its
+    /// failed test), the failing commit, and the repository when it is a
+    /// local path, wherever the request leaves them out.
     pub evidence_id: Option<String>,
     /// Last known good revision.
     pub good: Option<String>,
@@ -89,17 +91,23 @@ impl Api {
         request: CreateRequest,
         caller: &Caller,
     ) -> Result<InvestigationView> {
+        let mut request = request;
+        let evidence_id = request
+            .evidence_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_string);
+        let evidence = match evidence_id {
+            Some(id) => Some(self.start_from_evidence(&id, &mut request).await?),
+            None => None,
+        };
         if request.repository.trim().is_empty() {
             return Err(Error::invalid("repository is required"));
         }
-        let test_command = match (&request.test_command, &request.evidence_id) {
-            (Some(t), _) if !t.trim().is_empty() => t.trim().to_string(),
-            (_, Some(_)) => {
-                return Err(Error::invalid(
-                    "starting from an evidence id is not supported yet; give test_command",
-                ));
-            }
-            _ => return Err(Error::invalid("test_command is required")),
+        let test_command = match &request.test_command {
+            Some(t) if !t.trim().is_empty() => t.trim().to_string(),
+            _ => return Err(Error::invalid("test_command or evidence_id is required")),
         };
         self.allowlist.parse(&test_command)?;
         if !Path::new(&request.repository).join(".git").exists() {
@@ -112,7 +120,13 @@ impl Api {
         let body = serde_json::to_value(&request)
             .map_err(|e| Error::internal(format!("cannot encode request: {e}")))?;
         self.store
-            .create_requested(&id, &request.repository, &test_command, &body)
+            .create_requested(
+                &id,
+                &request.repository,
+                &test_command,
+                &body,
+                evidence.as_slice(),
+            )
             .await?;
         let event = InvestigationRequested {
             investigation_id: id.0.clone(),
@@ -148,6 +162,48 @@ impl Api {
         }
         tracing::info!(investigation = %id, by = %caller.name, "investigation requested");
         self.get(&id.0).await
+    }
+
+    /// Fills what the request left out from stored evidence: the test
+    /// command re-running the failed test (from its test id), the failing
+    /// commit, and the repository when ingest recorded a local path. Returns
+    /// the evidence id to link.
+    async fn start_from_evidence(&self, id: &str, request: &mut CreateRequest) -> Result<String> {
+        let evidence = self
+            .store
+            .evidence(id)
+            .await?
+            .ok_or_else(|| Error::invalid(format!("evidence {id} is not stored")))?;
+        if request.repository.trim().is_empty()
+            && let Some(repo) = evidence.repository.as_deref()
+            && Path::new(repo).join(".git").exists()
+        {
+            request.repository = repo.to_string();
+        }
+        if request.bad.as_deref().is_none_or(|b| b.trim().is_empty()) {
+            request.bad = evidence.commit.clone().filter(|c| !c.is_empty());
+        }
+        if request
+            .test_command
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+        {
+            let test_id = evidence.body.get("test_id").and_then(Value::as_str);
+            let language = evidence
+                .body
+                .get("language")
+                .cloned()
+                .and_then(|l| serde_json::from_value(l).ok())
+                .unwrap_or(tracelab_ingest::Language::Unknown);
+            let command = test_id.and_then(|t| tracelab_ingest::rerun_command(t, language));
+            request.test_command = Some(command.ok_or_else(|| {
+                Error::invalid(format!(
+                    "evidence {id} ({}, test id {test_id:?}, language {language:?}) does not say how to re-run the failure; give test_command",
+                    evidence.kind
+                ))
+            })?);
+        }
+        Ok(evidence.id)
     }
 
     pub async fn get(&self, id: &str) -> Result<InvestigationView> {

@@ -234,7 +234,7 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .add_service(InvestigationsServer::new(Service { api, auth }))
         .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            tracelab_service::http::incoming_nodelay(listener),
             async move { shutdown.requested().await },
         )
         .await

@@ -17,12 +17,12 @@ pub mod rest;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{Bus, ConsumerSpec, RetryPolicy};
+use tracelab_bus::{ConsumerSpec, RetryPolicy};
 use tracelab_fleet::events::steps;
 use tracelab_fleet::sandbox::SandboxSettings;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
-use tracelab_service::health::{self, Readiness};
+use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
 
 /// The durable consumer of investigation requests.
@@ -79,21 +79,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
         allowlist: tracelab_fleet::sandbox::engine_config(None, &settings.sandbox)?.allowlist,
     });
-    let readiness = Readiness::new(shutdown.clone())
-        .check("postgres", {
-            let store = store.clone();
-            move || {
-                let store = store.clone();
-                async move { store.ping().await }
-            }
-        })
-        .check("nats", {
-            let bus = bus.clone();
-            move || {
-                let bus = bus.clone();
-                async move { bus.ping().await }
-            }
-        });
+    let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
     let rest_server = tokio::spawn(http::serve(rest_listener, router, shutdown.clone()));
     let grpc_server = tokio::spawn(grpc::serve(
@@ -123,24 +109,18 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         drain: Duration::from_secs(settings.fleet.drain_seconds),
     };
     tracing::info!(rest = %settings.listen, grpc = %settings.grpc_listen, "investigator ready");
-    let mut workers = Vec::new();
-    for _ in 0..settings.concurrency.max(1) {
-        let investigator = investigator.clone();
-        let bus: Arc<dyn Bus> = bus.clone();
-        workers.push(tokio::spawn(worker::run(
-            bus,
-            spec.clone(),
-            options.clone(),
-            shutdown.clone(),
-            move |delivery| {
-                let investigator = investigator.clone();
-                async move { investigator.handle(delivery).await }
-            },
-        )));
-    }
-    for w in workers {
-        w.await??;
-    }
+    worker::run_pool(
+        settings.concurrency,
+        bus,
+        spec,
+        options,
+        shutdown.clone(),
+        move |delivery| {
+            let investigator = investigator.clone();
+            async move { investigator.handle(delivery).await }
+        },
+    )
+    .await?;
     rest_server.await??;
     grpc_server.await??;
     Ok(())

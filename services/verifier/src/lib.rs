@@ -23,7 +23,7 @@ use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_proto::events::v1::{HypothesisKind, HypothesisVerified, VerifyJob};
-use tracelab_service::health::{self, Readiness};
+use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
 use tracelab_store::PgStore;
 
@@ -78,21 +78,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     } else {
         settings.name.clone()
     };
-    let readiness = Readiness::new(shutdown.clone())
-        .check("postgres", {
-            let store = store.clone();
-            move || {
-                let store = store.clone();
-                async move { store.ping().await }
-            }
-        })
-        .check("nats", {
-            let bus = bus.clone();
-            move || {
-                let bus = bus.clone();
-                async move { bus.ping().await }
-            }
-        });
+    let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let server = tokio::spawn(http::serve(
         listener,
         health::routes(readiness),
@@ -117,24 +103,18 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         drain: Duration::from_secs(settings.fleet.drain_seconds),
     };
     tracing::info!(name = %verifier.name, concurrency = settings.concurrency, "verifier ready");
-    let mut workers = Vec::new();
-    for _ in 0..settings.concurrency.max(1) {
-        let verifier = verifier.clone();
-        let bus: Arc<dyn Bus> = bus.clone();
-        workers.push(tokio::spawn(worker::run(
-            bus,
-            spec.clone(),
-            options.clone(),
-            shutdown.clone(),
-            move |delivery| {
-                let verifier = verifier.clone();
-                async move { verifier.handle(delivery).await }
-            },
-        )));
-    }
-    for w in workers {
-        w.await??;
-    }
+    worker::run_pool(
+        settings.concurrency,
+        bus.clone(),
+        spec,
+        options,
+        shutdown.clone(),
+        move |delivery| {
+            let verifier = verifier.clone();
+            async move { verifier.handle(delivery).await }
+        },
+    )
+    .await?;
     server.await??;
     Ok(())
 }

@@ -228,3 +228,52 @@ impl GroupStore for PgGroupStore {
         rows.iter().map(from_row).collect()
     }
 }
+
+/// "This error signature → its past failures": lookups by the signatures a
+/// group key is made of (`stack:<stack sig>[:…]`, `error:<error sig>[@…]`).
+impl PgGroupStore {
+    /// Groups whose key starts with `stack:<stack_signature>` or
+    /// `error:<error_signature>` (either may be empty, not both), most
+    /// recently seen first. Signatures are hex (`tracelab_ingest`'s 16
+    /// characters; a prefix of 4 or more matches too), so nothing in them
+    /// can act as a LIKE pattern.
+    pub async fn find_by_signature(
+        &self,
+        error_signature: &str,
+        stack_signature: &str,
+        limit: usize,
+    ) -> Result<Vec<FailureGroup>> {
+        let check = |what: &str, s: &str| -> Result<Option<String>> {
+            if s.is_empty() {
+                return Ok(None);
+            }
+            if s.len() < 4 || s.len() > 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(Error::InvalidArgument(format!(
+                    "{what} {s:?} is not a signature (4 to 64 hex characters)"
+                )));
+            }
+            Ok(Some(s.to_ascii_lowercase()))
+        };
+        let error = check("error signature", error_signature)?;
+        let stack = check("stack signature", stack_signature)?;
+        if error.is_none() && stack.is_none() {
+            return Err(Error::InvalidArgument(
+                "give an error signature, a stack signature or both".into(),
+            ));
+        }
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            group_columns!(),
+            " FROM failure_groups WHERE ($1::TEXT IS NOT NULL AND group_key LIKE 'stack:' || $1 || '%') \
+             OR ($2::TEXT IS NOT NULL AND group_key LIKE 'error:' || $2 || '%') \
+             ORDER BY last_seen DESC, group_key COLLATE \"C\" LIMIT $3"
+        ))
+        .bind(stack)
+        .bind(error)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(from_row).collect()
+    }
+}

@@ -1,0 +1,193 @@
+//! `tracelab.index.v1.Retrieval`: every request is checked against the
+//! repository roots, runs its git and CPU work through [`Workers`], and is
+//! one span that continues the caller's W3C trace (`traceparent` metadata).
+
+use crate::past;
+use crate::repos::Repositories;
+use crate::roots::Roots;
+use crate::wire;
+use crate::work::{Workers, deadline};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tonic::{Request, Response, Status};
+use tracelab_domain::Error;
+use tracelab_proto::index::v1 as pb;
+use tracelab_proto::index::v1::retrieval_server::{Retrieval, RetrievalServer};
+use tracelab_service::Shutdown;
+use tracelab_store::PgGroupStore;
+use tracing::Instrument;
+
+/// Results per list when the request says 0; and the most it may ask for.
+pub const DEFAULT_TOP: usize = 10;
+pub const MAX_TOP: usize = 1000;
+
+/// What the gRPC service needs.
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub roots: Arc<Roots>,
+    pub repos: Arc<Repositories>,
+    pub workers: Workers,
+    pub groups: PgGroupStore,
+}
+
+fn traced<T>(request: &Request<T>, method: &'static str, repository: &str) -> tracing::Span {
+    let span = tracing::info_span!("grpc", method, repository);
+    let parent = request
+        .metadata()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok());
+    tracelab_service::telemetry::continue_trace(&span, parent);
+    span
+}
+
+fn rev(r: &str) -> Option<String> {
+    Some(r.trim().to_string()).filter(|r| !r.is_empty())
+}
+
+/// Logs a refused or failed request once, with its code.
+fn logged<T>(result: Result<T, Status>) -> Result<T, Status> {
+    if let Err(e) = &result {
+        tracing::info!(code = ?e.code(), message = e.message(), "request failed");
+    }
+    result
+}
+
+#[tonic::async_trait]
+impl Retrieval for Service {
+    async fn index(
+        &self,
+        request: Request<pb::IndexRequest>,
+    ) -> Result<Response<pb::IndexSummary>, Status> {
+        let span = traced(&request, "Index", &request.get_ref().repository);
+        let deadline = deadline(&request);
+        let r = request.into_inner();
+        let work = async {
+            let repo = self.roots.check(&r.repository)?;
+            let repos = self.repos.clone();
+            let summary = self
+                .workers
+                .run(deadline, move || repos.index(&repo, rev(&r.rev).as_deref()))
+                .await?;
+            tracing::info!(
+                commit = %summary.commit,
+                parsed = summary.parsed_files,
+                reused = summary.cached_files,
+                "indexed"
+            );
+            Ok(Response::new(wire::summary(&summary)))
+        };
+        logged(work.instrument(span).await)
+    }
+
+    async fn locate(
+        &self,
+        request: Request<pb::LocateRequest>,
+    ) -> Result<Response<pb::Locations>, Status> {
+        let span = traced(&request, "Locate", &request.get_ref().repository);
+        let deadline = deadline(&request);
+        let r = request.into_inner();
+        let work = async {
+            let repo = self.roots.check(&r.repository)?;
+            if r.evidence.trim().is_empty() {
+                return Err(Status::invalid_argument(
+                    "evidence is empty: give the failure output (test output, traceback or log)",
+                ));
+            }
+            let top = match r.top as usize {
+                0 => DEFAULT_TOP,
+                n if n > MAX_TOP => {
+                    return Err(Status::invalid_argument(format!(
+                        "top {n} is more than {MAX_TOP}"
+                    )));
+                }
+                n => n,
+            };
+            let repos = self.repos.clone();
+            let found = self
+                .workers
+                .run(deadline, move || {
+                    repos.locate(&repo, &r.evidence, rev(&r.rev).as_deref(), top)
+                })
+                .await?;
+            Ok(Response::new(wire::locations(&found)))
+        };
+        logged(work.instrument(span).await)
+    }
+
+    async fn neighbourhood(
+        &self,
+        request: Request<pb::NeighbourhoodRequest>,
+    ) -> Result<Response<pb::NeighbourhoodReply>, Status> {
+        let span = traced(&request, "Neighbourhood", &request.get_ref().repository);
+        let deadline = deadline(&request);
+        let r = request.into_inner();
+        let work = async {
+            let repo = self.roots.check(&r.repository)?;
+            let repos = self.repos.clone();
+            let (commit, n) = self
+                .workers
+                .run(deadline, move || {
+                    repos.neighbourhood(&repo, rev(&r.rev).as_deref(), &r.symbol, r.depth)
+                })
+                .await?;
+            Ok(Response::new(wire::neighbourhood(commit, &n)))
+        };
+        logged(work.instrument(span).await)
+    }
+
+    async fn past_failures(
+        &self,
+        request: Request<pb::PastFailuresRequest>,
+    ) -> Result<Response<pb::PastFailuresReply>, Status> {
+        let span = traced(&request, "PastFailures", &request.get_ref().repository);
+        let deadline = deadline(&request);
+        let r = request.into_inner();
+        let work = async {
+            let limit = past::limit(r.limit)?;
+            // Check the repository before touching the database.
+            let repo = match r.repository.is_empty() {
+                true => None,
+                false => Some(self.roots.check(&r.repository)?),
+            };
+            // With a repository filter, read more so the filter still fills the page.
+            let fetch = if repo.is_some() {
+                past::MAX_LIMIT * 5
+            } else {
+                limit
+            };
+            let groups = self
+                .groups
+                .find_by_signature(&r.error_signature, &r.stack_signature, fetch)
+                .await
+                .map_err(past::status)?;
+            let mut groups = match repo {
+                None => groups,
+                Some(repo) => {
+                    self.workers
+                        .run(deadline, move || past::in_repository(&repo, groups))
+                        .await?
+                }
+            };
+            groups.truncate(limit);
+            Ok(Response::new(pb::PastFailuresReply {
+                failures: groups.iter().map(wire::past_failure).collect(),
+            }))
+        };
+        logged(work.instrument(span).await)
+    }
+}
+
+/// Serves the Retrieval API on `listener` until `shutdown`.
+pub async fn serve(
+    listener: TcpListener,
+    service: Service,
+    shutdown: Shutdown,
+) -> tracelab_domain::Result<()> {
+    tracing::info!(addr = ?listener.local_addr().ok(), "serving gRPC");
+    let incoming = tracelab_service::http::incoming_nodelay(listener);
+    tonic::transport::Server::builder()
+        .add_service(RetrievalServer::new(service))
+        .serve_with_incoming_shutdown(incoming, async move { shutdown.requested().await })
+        .await
+        .map_err(|e| Error::internal(format!("gRPC server failed: {e}")))
+}

@@ -1,0 +1,107 @@
+//! The indexer service: the code index and the failure history behind one
+//! gRPC API (`tracelab.index.v1.Retrieval`, proto/tracelab/index/v1).
+//!
+//! - `Index`, `Locate`, `Neighbourhood`: `tracelab-code-index` on local
+//!   repositories under the configured roots ([`roots`]), with each
+//!   repository's blob cache and last locators kept warm ([`repos`]) and the
+//!   blocking work bounded by `concurrency` ([`work`]).
+//! - `PastFailures`: failure groups from PostgreSQL by error or stack
+//!   signature ([`past`]).
+//!
+//! Beside it, `listen` serves `/healthz` and `/readyz` (PostgreSQL answers).
+//! The service does not use NATS.
+
+pub mod client;
+pub mod grpc;
+pub mod past;
+pub mod repos;
+pub mod roots;
+pub mod wire;
+pub mod work;
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tracelab_fleet::{FleetSettings, connect};
+use tracelab_service::health::{self, Readiness};
+use tracelab_service::{Shutdown, http};
+use tracelab_store::PgGroupStore;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Settings {
+    /// `postgres_url` / `postgres_schema` for past failures; NATS is unused.
+    pub fleet: FleetSettings,
+    /// Health and readiness.
+    pub listen: String,
+    /// The Retrieval API.
+    pub grpc_listen: String,
+    /// Requests may name repositories under these directories only.
+    pub repository_roots: Vec<PathBuf>,
+    /// Any local path is a repository (a development machine only).
+    pub allow_any_repository: bool,
+    /// Blob caches go to `<cache_dir>/<name>-<hash>`; empty = `<git dir>/tracelab/index`.
+    pub cache_dir: String,
+    /// Index / locate jobs running at once (each may use several cores).
+    pub concurrency: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            fleet: FleetSettings::default(),
+            listen: "127.0.0.1:8086".into(),
+            grpc_listen: "127.0.0.1:8087".into(),
+            repository_roots: Vec::new(),
+            allow_any_repository: false,
+            cache_dir: String::new(),
+            concurrency: 2,
+        }
+    }
+}
+
+/// Serves health and the Retrieval API until `shutdown`.
+pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let roots = Arc::new(roots::Roots::new(
+        &settings.repository_roots,
+        settings.allow_any_repository,
+    )?);
+    if roots.is_open() {
+        tracing::warn!("allow_any_repository = true: requests may name any local path");
+    } else if roots.is_closed() {
+        tracing::warn!("no repository_roots configured: every repository request is refused");
+    }
+    let http_listener = http::bind(&settings.listen).await?;
+    let grpc_listener = http::bind(&settings.grpc_listen).await?;
+    let store = connect::store(&settings.fleet, &shutdown).await?;
+    let readiness = Readiness::new(shutdown.clone()).check("postgres", {
+        let store = store.clone();
+        move || {
+            let store = store.clone();
+            async move { store.ping().await }
+        }
+    });
+    let service = grpc::Service {
+        roots,
+        repos: Arc::new(repos::Repositories::new(
+            Some(PathBuf::from(&settings.cache_dir)).filter(|d| !d.as_os_str().is_empty()),
+        )),
+        workers: work::Workers::new(settings.concurrency),
+        groups: PgGroupStore::new(store.pool().clone()),
+    };
+    let http_server = tokio::spawn(http::serve(
+        http_listener,
+        health::routes(readiness),
+        shutdown.clone(),
+    ));
+    let grpc_server = tokio::spawn(grpc::serve(grpc_listener, service, shutdown.clone()));
+    tracing::info!(health = %settings.listen, grpc = %settings.grpc_listen, "indexer ready");
+    http_server.await??;
+    grpc_server.await??;
+    Ok(())
+}
+
+/// The binary's whole `main` (the end-to-end harness builds the same binary).
+pub fn main() -> std::process::ExitCode {
+    tracelab_service::launch("tracelab-indexer", |s: &Settings| s.fleet.otlp(), run)
+}

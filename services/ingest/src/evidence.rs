@@ -1,0 +1,143 @@
+//! Evidence rows: deterministic ids and the `evidence` table
+//! (migrations/postgres/0002_create_evidence.sql).
+//!
+//! An id is a digest of (kind, source, content digest, failure index): the
+//! same request retried by a client, or an intake message redelivered, gives
+//! the same ids, so `INSERT … ON CONFLICT DO NOTHING` stores it once and the
+//! pipeline counts it in its group once.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use tracelab_domain::{Error, Result};
+
+/// SHA-256 of a request's (decompressed) content.
+pub fn content_digest(body: &[u8]) -> [u8; 32] {
+    Sha256::digest(body).into()
+}
+
+/// `ev-` and 32 hex digits (128 bits) of SHA-256(kind ‖ 0 ‖ source ‖ 0 ‖ digest ‖ index).
+pub fn evidence_id(kind: &str, source: &str, digest: &[u8; 32], index: usize) -> String {
+    let mut h = Sha256::new();
+    h.update(kind.as_bytes());
+    h.update([0]);
+    h.update(source.as_bytes());
+    h.update([0]);
+    h.update(digest);
+    h.update((index as u64).to_be_bytes());
+    let d = h.finalize();
+    let mut id = String::with_capacity(35);
+    id.push_str("ev-");
+    for b in &d[..16] {
+        id.push_str(&format!("{b:02x}"));
+    }
+    id
+}
+
+/// The `body` column: the redacted failure as `tracelab parse` prints it
+/// (what the investigator reads to start from evidence: `test_id`,
+/// `language`, ...), plus an `intake` member saying how it arrived
+/// (channel, branch, job, formats).
+pub fn body(failure: &tracelab_ingest::Failure, intake: Value) -> Value {
+    let mut body =
+        serde_json::to_value(failure).unwrap_or_else(|_| Value::Object(Default::default()));
+    if let Value::Object(map) = &mut body {
+        map.insert("intake".into(), intake);
+    }
+    body
+}
+
+/// One row, everything already redacted.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub id: String,
+    pub kind: String,
+    pub source: String,
+    pub repository: Option<String>,
+    pub commit: Option<String>,
+    pub stack_signature: Option<String>,
+    pub error_signature: Option<String>,
+    pub group_key: String,
+    pub body: Value,
+    pub received_at: time::OffsetDateTime,
+}
+
+/// The `evidence` table on the fleet's pool.
+#[derive(Debug, Clone)]
+pub struct Table {
+    pool: PgPool,
+}
+
+fn db_error(what: &str, e: sqlx::Error) -> Error {
+    match e {
+        sqlx::Error::PoolTimedOut => {
+            Error::new(tracelab_domain::ErrorKind::Timeout, format!("{what}: {e}"))
+        }
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
+            Error::unavailable(format!("{what}: {e}"))
+        }
+        e => Error::internal(format!("{what}: {e}")),
+    }
+}
+
+impl Table {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Stores `row`; `false` when a row with its id exists already.
+    pub async fn insert(&self, row: &Row) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO evidence (id, kind, source, repository, commit_sha, stack_signature, \
+             error_signature, group_key, body, received_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&row.id)
+        .bind(&row.kind)
+        .bind(&row.source)
+        .bind(&row.repository)
+        .bind(&row.commit)
+        .bind(&row.stack_signature)
+        .bind(&row.error_signature)
+        .bind(&row.group_key)
+        .bind(sqlx::types::Json(&row.body))
+        .bind(row.received_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| db_error("storing evidence", e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Removes a row whose group could not be updated, so the client's retry
+    /// stores and counts it again instead of finding it "already recorded".
+    pub async fn remove(&self, id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM evidence WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| db_error("removing uncounted evidence", e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_depend_on_every_part_and_nothing_else() {
+        let d = content_digest(b"body");
+        let id = evidence_id("ci", "github", &d, 0);
+        assert_eq!(id, evidence_id("ci", "github", &d, 0));
+        assert_eq!(id.len(), 35);
+        assert!(id.starts_with("ev-"));
+        for other in [
+            evidence_id("logs", "github", &d, 0),
+            evidence_id("ci", "gitlab", &d, 0),
+            evidence_id("ci", "github", &content_digest(b"body2"), 0),
+            evidence_id("ci", "github", &d, 1),
+        ] {
+            assert_ne!(id, other);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The JetStream intake: CI systems publish a `CiFailureReport` on
+//! `<prefix>.intake.ci-failures` or JSON lines on `<prefix>.intake.logs`
+//! (optional headers: `Content-Encoding: gzip`, `Content-Type` as for
+//! `/v1/logs`, `X-TraceLab-Source`; the source is `jetstream` otherwise).
+//! The durable consumer `ingest` on the work queue runs [`handle`]; its
+//! result settles the message through `tracelab_fleet::worker`: busy or rate
+//! limited → Unavailable → nak with the retry policy's backoff; invalid or
+//! too large → InvalidArgument → dead letter with the reason. A redelivered
+//! message has the same content, hence the same evidence ids: stored and
+//! counted once.
+
+use crate::auth::SOURCE_HEADER;
+use crate::body;
+use crate::pipeline::{Ingest, Input, Submission};
+use tracelab_bus::Delivery;
+use tracelab_domain::{Error, Result};
+
+/// The subject tokens after `<prefix>.intake.`.
+pub const CI_FAILURES: &str = "ci-failures";
+pub const LOGS: &str = "logs";
+
+fn header<'a>(delivery: &'a Delivery, name: &str) -> Option<&'a str> {
+    delivery
+        .message
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+pub async fn handle(ingest: &Ingest, delivery: &Delivery) -> Result<()> {
+    let message = &delivery.message;
+    let kind = message.subject.rsplit('.').next().unwrap_or_default();
+    let limit = ingest.limits().max_body_bytes;
+    let submitted = async {
+        let body = body::decode(
+            header(delivery, "content-encoding"),
+            message.payload.clone(),
+            limit,
+        )?;
+        let input = match kind {
+            CI_FAILURES => Input::CiReport,
+            LOGS => Input::Logs(body::log_encoding(header(delivery, "content-type"), &body)?),
+            other => {
+                return Err(Error::invalid(format!(
+                    "intake subject {} ends in {other:?}; publish on .intake.{CI_FAILURES} or .intake.{LOGS}",
+                    message.subject
+                ))
+                .into());
+            }
+        };
+        let source = header(delivery, SOURCE_HEADER)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("jetstream")
+            .chars()
+            .take(128)
+            .collect();
+        ingest
+            .submit(Submission {
+                input,
+                source,
+                channel: "intake",
+                body,
+            })
+            .await
+    };
+    let summary = submitted.await.map_err(|r| r.into_error())?;
+    tracing::info!(
+        subject = %message.subject,
+        failures = summary.failures,
+        stored = summary.stored,
+        "intake message ingested"
+    );
+    Ok(())
+}

@@ -1,0 +1,713 @@
+//! The ingest service in-process against real NATS JetStream and PostgreSQL
+//! (`TRACELAB_TEST_NATS`, `TRACELAB_TEST_POSTGRES`): each test runs
+//! `run(settings, shutdown)` with its own subject prefix, schema and ports,
+//! talks HTTP, gRPC or JetStream to it, and checks the evidence table, the
+//! failure groups and the events.
+
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message as _;
+use serde_json::{Value, json};
+use sqlx::{PgPool, Row};
+use std::io::Write;
+use std::time::Duration;
+use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message, Topology};
+use tracelab_ingest_service::{Settings, auth::TokenSetting, run};
+use tracelab_proto::events::v1::EvidenceRecorded;
+use tracelab_service::Shutdown;
+use tracelab_store::{PgOptions, PgStore};
+use tracelab_testkit::backends::{backend, unique_name};
+
+const JUNIT: &str = include_str!("../../../crates/ingest/tests/corpus/junit_pytest.xml");
+
+struct Service {
+    http: String,
+    grpc: String,
+    pool: PgPool,
+    bus: JetStreamBus,
+    topology: Topology,
+    client: reqwest::Client,
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl Service {
+    /// Starts the service with `configure` applied; `None` when the backends are not set.
+    async fn start(configure: impl FnOnce(&mut Settings)) -> Option<Self> {
+        let nats = backend("TRACELAB_TEST_NATS")?;
+        let postgres = backend("TRACELAB_TEST_POSTGRES")?;
+        tracelab_bus::install_crypto_provider();
+        let name = unique_name("ing");
+        let mut settings = Settings::default();
+        settings.fleet.nats_url = nats.clone();
+        settings.fleet.postgres_url = postgres.clone();
+        settings.fleet.postgres_schema = name.clone();
+        settings.fleet.subject_prefix = name.clone();
+        settings.fleet.drain_seconds = 2;
+        settings.listen = format!("127.0.0.1:{}", free_port());
+        settings.grpc_listen = format!("127.0.0.1:{}", free_port());
+        settings.redaction_key = "a-test-secret-redaction-key".into();
+        configure(&mut settings);
+        let http = format!("http://{}", settings.listen);
+        let grpc = format!("http://{}", settings.grpc_listen);
+        let shutdown = Shutdown::new();
+        let task = tokio::spawn(run(settings, shutdown.clone()));
+        let client = reqwest::Client::new();
+        let mut ready = false;
+        for _ in 0..150 {
+            if let Ok(r) = client.get(format!("{http}/readyz")).send().await
+                && r.status().is_success()
+            {
+                ready = true;
+                break;
+            }
+            assert!(!task.is_finished(), "the service stopped while starting");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(ready, "the service did not become ready within 15 s");
+        let store = PgStore::connect(
+            &postgres,
+            PgOptions {
+                schema: Some(name.clone()),
+                ..PgOptions::default()
+            },
+        )
+        .await
+        .expect("connect to PostgreSQL");
+        let topology = Topology::with_prefix(&name);
+        let bus = JetStreamBus::connect(&nats, topology.clone())
+            .await
+            .expect("connect to NATS");
+        Some(Self {
+            http,
+            grpc,
+            pool: store.pool().clone(),
+            bus,
+            topology,
+            client,
+            shutdown,
+            task,
+        })
+    }
+
+    async fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, Value) {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.http))
+            .header("content-type", content_type)
+            .body(body);
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let response = request.send().await.expect("the service answers");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, headers, json)
+    }
+
+    async fn evidence_count(&self) -> i64 {
+        sqlx::query("SELECT count(*) AS n FROM evidence")
+            .fetch_one(&self.pool)
+            .await
+            .expect("count evidence")
+            .get("n")
+    }
+
+    /// Every stored evidence row as text (all columns).
+    async fn evidence_text(&self) -> String {
+        let rows = sqlx::query("SELECT row_to_json(e)::text AS t FROM evidence e")
+            .fetch_all(&self.pool)
+            .await
+            .expect("read evidence");
+        rows.iter()
+            .map(|r| r.get::<String, _>("t"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    async fn group_count(&self, key: &str) -> i64 {
+        sqlx::query("SELECT count FROM failure_groups WHERE group_key = $1")
+            .bind(key)
+            .fetch_one(&self.pool)
+            .await
+            .expect("the group is stored")
+            .get("count")
+    }
+
+    /// Messages on `subject` so far (reads with a fresh durable each time).
+    async fn events(&self, subject: &str, expect_at_least: usize) -> Vec<Message> {
+        let spec = ConsumerSpec::new(self.topology.evidence_stream(), unique_name("t"))
+            .filter(subject.to_string());
+        let mut consumer = self.bus.consumer(spec).await.expect("open a consumer");
+        let mut out = Vec::new();
+        loop {
+            let wait = if out.len() < expect_at_least {
+                Duration::from_secs(10)
+            } else {
+                Duration::from_millis(500)
+            };
+            match consumer.next(wait).await.expect("read events") {
+                Some(d) => {
+                    out.push(d.message.clone());
+                    d.ack().await.expect("ack");
+                }
+                None => return out,
+            }
+        }
+    }
+
+    async fn stop(self) {
+        self.shutdown.request();
+        let result = tokio::time::timeout(Duration::from_secs(20), self.task)
+            .await
+            .expect("the service stops within 20 s")
+            .expect("the service task did not panic");
+        result.expect("the service returns Ok after shutdown");
+        self.bus
+            .delete_streams()
+            .await
+            .expect("delete the test's streams");
+    }
+}
+
+fn ci_report(commit: &str, branch: &str) -> Value {
+    json!({
+        "schema": 1,
+        "repository": "https://deploy:hunter2@github.com/acme/shop",
+        "commit": commit,
+        "branch": branch,
+        "job": {"provider": "github_actions", "id": "9001/1", "name": "test"},
+        "reports": [{"path": "reports/junit.xml", "content": JUNIT}],
+        "environment": {"os": "linux", "arch": "x86_64", "env_names": ["CI", "GITHUB_TOKEN", "PATH"]},
+        "created_at": 1_715_710_200
+    })
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ci_failure_is_stored_grouped_and_announced_once() {
+    let Some(s) = Service::start(|_| {}).await else {
+        return;
+    };
+    let body = ci_report("3f2a9c0d", "main").to_string();
+    let (status, _, first) = s
+        .post("/v1/ci-failures", "application/json", body.clone(), &[])
+        .await;
+    assert_eq!(status, 202, "{first}");
+    let ids: Vec<String> = serde_json::from_value(first["evidence_ids"].clone()).unwrap();
+    assert_eq!(
+        first["failures"], 2,
+        "the JUnit file has two failures: {first}"
+    );
+    assert_eq!(ids.len(), 2);
+    assert_eq!(first["stored"], 2);
+    let groups = first["groups"].as_array().unwrap();
+    assert!(groups.iter().all(|g| g["observation"] == "new"), "{first}");
+    // New on a protected branch: the policy asks for an investigation.
+    assert_eq!(groups[0]["decision"]["decision"], "investigate", "{first}");
+    let key = groups[0]["key"].as_str().unwrap().to_string();
+    assert_eq!(s.evidence_count().await, 2);
+    assert_eq!(s.group_count(&key).await, 1);
+    let row = sqlx::query(
+        "SELECT kind, source, repository, commit_sha, group_key, body FROM evidence WHERE id = $1",
+    )
+    .bind(&ids[0])
+    .fetch_one(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(row.get::<String, _>("kind"), "ci");
+    // No header, no token: the peer address (loopback is not redacted).
+    assert_eq!(row.get::<String, _>("source"), "127.0.0.1");
+    assert_eq!(
+        row.get::<Option<String>, _>("repository").as_deref(),
+        Some("https://github.com/acme/shop"),
+        "credentials are removed from the repository URL"
+    );
+    assert_eq!(
+        row.get::<Option<String>, _>("commit_sha").as_deref(),
+        Some("3f2a9c0d")
+    );
+    assert_eq!(row.get::<String, _>("group_key"), key);
+    let stored: Value = row.get::<sqlx::types::Json<Value>, _>("body").0;
+    assert_eq!(stored["kind"], "test_failure", "{stored}");
+    assert!(
+        stored["test_id"].as_str().unwrap().contains("test_"),
+        "{stored}"
+    );
+    assert_eq!(stored["intake"]["branch"], "main");
+    assert_eq!(stored["intake"]["channel"], "http");
+
+    // The client retries the same POST: same ids, nothing stored or counted twice.
+    let (status, _, again) = s
+        .post("/v1/ci-failures", "application/json", body, &[])
+        .await;
+    assert_eq!(status, 202, "{again}");
+    assert_eq!(again["evidence_ids"], first["evidence_ids"]);
+    assert_eq!(again["stored"], 0);
+    assert_eq!(again["groups"][0]["observation"], "already_recorded");
+    assert_eq!(s.evidence_count().await, 2);
+    assert_eq!(
+        s.group_count(&key).await,
+        1,
+        "the retry is not a recurrence"
+    );
+
+    // One EvidenceRecorded per failure (the retry's publish was de-duplicated).
+    let events = s.events(&s.topology.evidence("ci"), 2).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    let recorded = EvidenceRecorded::decode(events[0].payload.as_ref()).unwrap();
+    assert_eq!(recorded.evidence_id, ids[0]);
+    assert_eq!(events[0].id, format!("{}.recorded", ids[0]));
+    assert_eq!(recorded.group_key, key);
+    assert_eq!(recorded.commit, "3f2a9c0d");
+    let suggested = s.events(&s.topology.evidence("suggested"), 1).await;
+    assert_eq!(suggested.len(), 2, "both new groups on main are suggested");
+
+    // A new commit on main: the same groups recur (counted), ids differ.
+    let (status, _, next) = s
+        .post(
+            "/v1/ci-failures",
+            "application/json",
+            ci_report("77aa01", "main").to_string(),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 202, "{next}");
+    assert_ne!(next["evidence_ids"], first["evidence_ids"]);
+    assert_eq!(next["groups"][0]["observation"], "recurrence");
+    assert_eq!(s.group_count(&key).await, 2);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_log_lines_are_parsed_and_secrets_never_reach_the_table() {
+    let Some(s) = Service::start(|_| {}).await else {
+        return;
+    };
+    let aws = "AKIAQ3EGRT5YEXAMPL3Z";
+    let email = "maria.lopez@example.org";
+    let traceback = format!(
+        "Traceback (most recent call last):\n  File \"/app/checkout/handlers.py\", line 41, in handle\n    return reserve(payload)\n  File \"/app/checkout/domain.py\", line 17, in reserve\n    stock = inventory[sku]\nKeyError: 'sku-{email}'"
+    );
+    let lines = [
+        json!({"level": "info", "msg": "started"}),
+        json!({"level": "error", "service": "checkout", "msg": format!("reserve failed for {email} with key {aws}"), "exc_info": traceback}),
+    ]
+    .map(|v| v.to_string())
+    .join("\n");
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "application/x-ndjson",
+            lines,
+            &[("x-tracelab-source", "billing-prod")],
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["failures"], 1, "{answer}");
+    let text = s.evidence_text().await;
+    assert!(text.contains("KeyError"), "{text}");
+    assert!(text.contains("reserve"), "the frames are stored: {text}");
+    assert!(
+        text.contains("billing-prod"),
+        "the source is stored: {text}"
+    );
+    assert!(!text.contains(aws), "the AWS key leaked: {text}");
+    assert!(!text.contains(email), "the email leaked: {text}");
+    assert!(!text.contains("maria.lopez"), "the email leaked: {text}");
+    let events = s.events(&s.topology.evidence("logs"), 1).await;
+    assert_eq!(events.len(), 1);
+    let payload = String::from_utf8_lossy(&events[0].payload).to_string();
+    assert!(
+        !payload.contains(aws) && !payload.contains(email),
+        "{payload}"
+    );
+    s.stop().await;
+}
+
+fn otlp_request(marker: &str) -> ExportLogsServiceRequest {
+    let kv = |k: &str, v: &str| KeyValue {
+        key: k.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.into())),
+        }),
+        ..Default::default()
+    };
+    let stack = format!(
+        "Traceback (most recent call last):\n  File \"/srv/api/orders/views.py\", line 30, in create\n    total = price_of(items)\n  File \"/srv/api/orders/pricing.py\", line 12, in price_of\n    return sum(i.price for i in items) / len(items)\nZeroDivisionError: division by zero {marker}"
+    );
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", "orders-api")],
+                ..Default::default()
+            }),
+            scope_logs: vec![ScopeLogs {
+                log_records: vec![LogRecord {
+                    time_unix_nano: 1_715_710_200_000_000_000,
+                    severity_number: 17,
+                    severity_text: "ERROR".into(),
+                    body: Some(AnyValue {
+                        value: Some(any_value::Value::StringValue(format!(
+                            "order failed {marker}"
+                        ))),
+                    }),
+                    attributes: vec![
+                        kv("exception.type", "ZeroDivisionError"),
+                        kv("exception.message", "division by zero"),
+                        kv("exception.stacktrace", &stack),
+                    ],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otlp_logs_over_http_protobuf_json_and_grpc() {
+    let Some(s) = Service::start(|_| {}).await else {
+        return;
+    };
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "application/x-protobuf",
+            otlp_request("http").encode_to_vec(),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["failures"], 1, "{answer}");
+    let otlp_json = serde_json::to_string(&otlp_request("json")).unwrap();
+    let (status, _, answer) = s.post("/v1/logs", "application/json", otlp_json, &[]).await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(
+        answer["failures"], 1,
+        "OTLP/JSON is told from JSON lines: {answer}"
+    );
+
+    let mut client = LogsServiceClient::connect(s.grpc.clone())
+        .await
+        .expect("connect to the gRPC receiver");
+    client
+        .export(otlp_request("grpc"))
+        .await
+        .expect("gRPC export accepted");
+    // A retried export stores nothing new.
+    client.export(otlp_request("grpc")).await.expect("retry");
+    assert_eq!(s.evidence_count().await, 3);
+    let text = s.evidence_text().await;
+    assert!(text.contains("ZeroDivisionError"), "{text}");
+    assert!(
+        text.contains("price_of"),
+        "frames from exception.stacktrace: {text}"
+    );
+    assert!(
+        text.contains("\"channel\": \"grpc\"") || text.contains("\"channel\":\"grpc\""),
+        "{text}"
+    );
+    let events = s.events(&s.topology.evidence("otlp"), 3).await;
+    assert_eq!(events.len(), 3);
+
+    // A damaged protobuf body is a 400 / INVALID_ARGUMENT with the decoder's reason.
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "application/x-protobuf",
+            vec![0xff, 0xff, 0x01],
+            &[],
+        )
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("OTLP logs protobuf"),
+        "{answer}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_and_oversized_bodies_are_refused_with_their_answer() {
+    let Some(s) = Service::start(|settings| {
+        settings.limits.body_bytes = 64 * 1024;
+        settings.limits.rate_per_second = 1;
+        settings.limits.rate_burst = 3;
+    })
+    .await
+    else {
+        return;
+    };
+    // Oversized, as sent.
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "application/x-ndjson",
+            vec![b'x'; 70 * 1024],
+            &[],
+        )
+        .await;
+    assert_eq!(status, 413, "{answer}");
+    assert_eq!(answer["error"]["kind"], "too_large");
+    // A gzip bomb: 16 MiB of zeros in ~16 KiB; refused after 64 KiB of output.
+    let bomb = gzip(&vec![b'0'; 16 << 20]);
+    assert!(bomb.len() < 64 * 1024, "{}", bomb.len());
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "application/x-ndjson",
+            bomb,
+            &[
+                ("content-encoding", "gzip"),
+                ("x-tracelab-source", "bomber"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 413, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("decompressed"),
+        "{answer}"
+    );
+    // A gzip body within the limit is accepted.
+    let line = json!({"level": "error", "msg": "boom", "exc_info": "Traceback (most recent call last):\n  File \"/app/x/y.py\", line 3, in f\n    g()\nValueError: bad"}).to_string();
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "application/x-ndjson",
+            gzip(line.as_bytes()),
+            &[
+                ("content-encoding", "gzip"),
+                ("x-tracelab-source", "zipper"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    // Malformed JSON: 400 with serde's reason.
+    let (status, _, answer) = s
+        .post(
+            "/v1/ci-failures",
+            "application/json",
+            "{\"schema\": 1, \"commit\": ",
+            &[("x-tracelab-source", "broken")],
+        )
+        .await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("CI failure report") && message.contains("EOF"),
+        "{message}"
+    );
+    let (status, _, answer) = s
+        .post(
+            "/v1/logs",
+            "image/png",
+            "x",
+            &[("x-tracelab-source", "png")],
+        )
+        .await;
+    assert_eq!(status, 415, "{answer}");
+    // A tiny quota (burst 3, 1/s): the fourth request at once is a 429 with Retry-After.
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..5 {
+        let (status, headers, _) = s
+            .post(
+                "/v1/logs",
+                "application/x-ndjson",
+                line.clone(),
+                &[("x-tracelab-source", "chatty")],
+            )
+            .await;
+        statuses.push(status);
+        if status == 429 {
+            retry_after = headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+        }
+    }
+    assert_eq!(&statuses[..3], &[202, 202, 202], "{statuses:?}");
+    assert_eq!(statuses[3], 429, "{statuses:?}");
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    // Another source is not affected.
+    let (status, _, _) = s
+        .post(
+            "/v1/logs",
+            "application/x-ndjson",
+            line,
+            &[("x-tracelab-source", "quiet")],
+        )
+        .await;
+    assert_eq!(status, 202);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_required_when_configured() {
+    let token = "ci-token-0123456789abcdef";
+    let Some(s) = Service::start(|settings| {
+        settings.tokens = vec![TokenSetting {
+            name: "github-actions".into(),
+            token: token.into(),
+        }];
+    })
+    .await
+    else {
+        return;
+    };
+    let body = ci_report("abc123", "feature/x").to_string();
+    let (status, headers, answer) = s
+        .post("/v1/ci-failures", "application/json", body.clone(), &[])
+        .await;
+    assert_eq!(status, 401, "{answer}");
+    assert_eq!(headers.get("www-authenticate").unwrap(), "Bearer");
+    let (status, _, _) = s
+        .post(
+            "/v1/ci-failures",
+            "application/json",
+            body.clone(),
+            &[("authorization", "Bearer wrong-token-0123456789")],
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert_eq!(s.evidence_count().await, 0);
+    let bearer = format!("Bearer {token}");
+    let (status, _, answer) = s
+        .post(
+            "/v1/ci-failures",
+            "application/json",
+            body,
+            &[("authorization", &bearer)],
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    // Not a protected branch and new: recorded, not investigated.
+    assert_eq!(
+        answer["groups"][0]["decision"]["decision"], "skip",
+        "{answer}"
+    );
+    let source: String = sqlx::query("SELECT DISTINCT source FROM evidence")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap()
+        .get("source");
+    assert_eq!(source, "github-actions");
+    let mut grpc = LogsServiceClient::connect(s.grpc.clone()).await.unwrap();
+    let refused = grpc.export(otlp_request("no-token")).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_intake_is_processed_and_poison_is_dead_lettered() {
+    let Some(s) = Service::start(|_| {}).await else {
+        return;
+    };
+    let report = ci_report("feedbeef", "main").to_string();
+    s.bus
+        .publish(
+            Message::new(s.topology.intake("ci-failures"), "ci-1", report.clone())
+                .with_header("X-TraceLab-Source", "jenkins"),
+        )
+        .await
+        .unwrap();
+    let line = json!({"level": "error", "msg": "boom", "exc_info": "Traceback (most recent call last):\n  File \"/app/x/y.py\", line 3, in f\n    g()\nValueError: bad"}).to_string();
+    s.bus
+        .publish(
+            Message::new(s.topology.intake("logs"), "logs-1", gzip(line.as_bytes()))
+                .with_header("Content-Encoding", "gzip"),
+        )
+        .await
+        .unwrap();
+    s.bus
+        .publish(Message::new(
+            s.topology.intake("ci-failures"),
+            "poison-1",
+            &b"{\"schema\": 1, \"reports\": 42}"[..],
+        ))
+        .await
+        .unwrap();
+    let mut dlq = s
+        .bus
+        .consumer(
+            ConsumerSpec::new(s.topology.dead_letter_stream(), "test-dlq")
+                .filter(s.topology.dead_letters()),
+        )
+        .await
+        .unwrap();
+    let letter = dlq
+        .next(Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("the poison message is dead-lettered");
+    let meta = DeadLetter::read(&letter.message).expect("dead-letter headers");
+    assert_eq!(meta.original_id, "poison-1");
+    assert_eq!(meta.original_subject, s.topology.intake("ci-failures"));
+    assert!(
+        meta.error.contains("CI failure report") && meta.error.contains("invalid type"),
+        "{}",
+        meta.error
+    );
+    letter.ack().await.unwrap();
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while s.evidence_count().await < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "intake not processed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let sources: Vec<String> = sqlx::query("SELECT source FROM evidence ORDER BY source")
+        .fetch_all(&s.pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get("source"))
+        .collect();
+    assert_eq!(sources, ["jenkins", "jenkins", "jetstream"]);
+    // The same report published again (a new message id): same evidence ids, not stored twice.
+    s.bus
+        .publish(
+            Message::new(s.topology.intake("ci-failures"), "ci-2", report)
+                .with_header("X-TraceLab-Source", "jenkins"),
+        )
+        .await
+        .unwrap();
+    let events = s.events(&s.topology.evidence("ci"), 2).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(s.evidence_count().await, 3);
+    assert_eq!(events.len(), 2, "{events:?}");
+    s.stop().await;
+}
