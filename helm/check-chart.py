@@ -252,6 +252,11 @@ def check_manifests(text, values, c, scenario):
                 # The settings syntax for a list of tables is TOML's inline syntax.
                 parsed = tomllib.loads(f"tokens = {raw}")["tokens"] if raw else None
                 c.that(parsed == values["api"]["tokens"], f"{where}: tokens secret {raw!r}")
+        if name == "ingest":
+            key = env.get("TRACELAB__REDACTION_KEY", {}).get("valueFrom", {}).get("secretKeyRef")
+            want = values["ingest"]["redactionKey"]["existingSecret"]
+            c.that((key or {}).get("name") == (want or None),
+                   f"{where}: redaction key secret {key}, values say {want!r}")
         if name == "verifier":
             c.that(env.get("TRACELAB__NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name",
                    f"{where}: verifier name not from the pod name")
@@ -288,6 +293,7 @@ SCENARIOS = [
         "verifier": {"autoscaling": {"enabled": True}, "settings": {"concurrency": 3, "ack_wait_seconds": 45}},
         "investigator": {"settings": {"verification_deadline_seconds": 2000000, "concurrency": 4}},
         "fleet": {"nats_url": "nats://nats-a:4222", "drain_seconds": 90},
+        "ingest": {"redactionKey": {"existingSecret": "ingest-key"}},
     }), True, None),
     ("existing secrets, no ingest or indexer", {
         "postgresql": {"existingSecret": "pg-creds"},

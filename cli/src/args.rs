@@ -160,8 +160,13 @@ pub struct InvestigateArgs {
     #[arg(long)]
     pub repo: PathBuf,
     /// The test command, run without a shell, e.g. "python3 -m pytest tests/test_calc.py".
-    #[arg(long)]
-    pub test: String,
+    #[arg(long, required_unless_present = "evidence")]
+    pub test: Option<String>,
+    /// With --server: an evidence id the fleet's ingest answered with; the
+    /// test command (re-running its failed test) and the failing commit come
+    /// from it unless --test / --bad are given.
+    #[arg(long, value_name = "EVIDENCE_ID")]
+    pub evidence: Option<String>,
     /// A revision where the test passes. Found automatically when omitted.
     #[arg(long)]
     pub good: Option<String>,

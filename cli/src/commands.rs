@@ -122,9 +122,12 @@ async fn investigate(
     quiet: bool,
     args: InvestigateArgs,
 ) -> anyhow::Result<ExitCode> {
+    if args.evidence.is_some() {
+        anyhow::bail!("--evidence names evidence stored by a fleet's ingest; use it with --server");
+    }
     let request = InvestigateRequest {
         repo: args.repo.clone(),
-        test_command: args.test.clone(),
+        test_command: args.test.clone().context("--test is required")?,
         good: args.good.clone(),
         bad: args.bad.clone(),
         issue_id: args.issue_id.clone(),

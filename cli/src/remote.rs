@@ -80,6 +80,7 @@ impl Remote {
         let mut body = json!({
             "repository": repo.display().to_string(),
             "test_command": args.test,
+            "evidence_id": args.evidence,
             "good": args.good,
             "bad": args.bad,
             "issue_id": args.issue_id,

@@ -127,6 +127,20 @@ fn errors_are_one_line_and_exit_non_zero() {
     let missing = tracelab(&db, &["investigations", "show", "nope"]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no investigation nope"));
+
+    // Evidence ids live in a fleet's store; one machine has none.
+    let evidence = tracelab(
+        &db,
+        &["investigate", "--repo", not_repo, "--evidence", "ev-1"],
+    );
+    assert_eq!(evidence.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&evidence.stderr).contains("use it with --server"));
+    let neither = tracelab(&db, &["investigate", "--repo", not_repo]);
+    assert_eq!(
+        neither.status.code(),
+        Some(2),
+        "clap: --test or --evidence is required"
+    );
 }
 
 #[test]

@@ -19,7 +19,9 @@ push="${3:-}"
 for service in investigator verifier arbiter ingest indexer; do
     image="$prefix/tracelab-$service:$tag"
     package_var="PACKAGE_${service^^}"
-    package="${!package_var:-tracelab-$service}"
+    default_package="tracelab-$service"
+    [ "$service" = ingest ] && default_package=tracelab-ingest-service
+    package="${!package_var:-$default_package}"
     echo "build.sh: $image" >&2
     DOCKER_BUILDKIT=1 docker build -f deploy/docker/Dockerfile \
         --build-arg SERVICE="$service" --build-arg PACKAGE="$package" -t "$image" .

@@ -9,7 +9,7 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{Bus, ConsumerSpec, Delivery, Outcome};
+use tracelab_bus::{Bus, ConsumerSpec, Delivery, Outcome, RetryPolicy};
 use tracelab_domain::Result;
 use tracelab_service::Shutdown;
 use tracing::Instrument;
@@ -79,6 +79,21 @@ where
     }
     tracing::info!(worker = %options.name, "stopped");
     Ok(())
+}
+
+/// `spec` with the delivery settings every consuming service has: how long
+/// a message may go without an ack or progress before it is redelivered,
+/// and how many deliveries it gets before it is dead-lettered.
+pub fn with_delivery(
+    spec: ConsumerSpec,
+    ack_wait_seconds: u64,
+    max_deliveries: u32,
+) -> ConsumerSpec {
+    spec.ack_wait(Duration::from_secs(ack_wait_seconds.max(1)))
+        .retry(RetryPolicy {
+            max_deliveries: max_deliveries.max(1),
+            ..RetryPolicy::default()
+        })
 }
 
 /// Runs `concurrency` worker loops on one consumer (they share its

@@ -155,6 +155,14 @@ spec:
               key: {{ $root.Values.api.existingSecretKey }}
         {{- end }}
         {{- end }}
+        {{- if and (eq .service "ingest") $root.Values.ingest.redactionKey.existingSecret }}
+        # The HMAC key behind redaction pseudonyms (the built-in one is public).
+        - name: TRACELAB__REDACTION_KEY
+          valueFrom:
+            secretKeyRef:
+              name: {{ $root.Values.ingest.redactionKey.existingSecret }}
+              key: {{ $root.Values.ingest.redactionKey.existingSecretKey }}
+        {{- end }}
         {{- if eq .service "verifier" }}
         # Stored results name the pod that produced them.
         - name: TRACELAB__NAME

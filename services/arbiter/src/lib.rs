@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{Bus, ConsumerSpec, Delivery, JetStreamBus, RetryPolicy};
+use tracelab_bus::{Bus, ConsumerSpec, Delivery, JetStreamBus};
 use tracelab_domain::hypothesis::HypothesisStatus;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::state::InvestigationState;
@@ -74,13 +74,12 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
     let topology = settings.fleet.topology();
-    let spec = ConsumerSpec::new(topology.investigations_stream(), DURABLE)
-        .filter(topology.investigation_steps(steps::ARBITRATE_ALL))
-        .ack_wait(Duration::from_secs(settings.ack_wait_seconds.max(1)))
-        .retry(RetryPolicy {
-            max_deliveries: settings.max_deliveries.max(1),
-            ..RetryPolicy::default()
-        });
+    let spec = worker::with_delivery(
+        ConsumerSpec::new(topology.investigations_stream(), DURABLE)
+            .filter(topology.investigation_steps(steps::ARBITRATE_ALL)),
+        settings.ack_wait_seconds,
+        settings.max_deliveries,
+    );
     let options = WorkerOptions {
         name: "arbiter".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),

@@ -35,7 +35,7 @@ pub mod rejection;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{ConsumerSpec, RetryPolicy};
+use tracelab_bus::ConsumerSpec;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_ingest::intake::{Admission, AdmissionConfig, IntakeLimits, RateQuota, SourceLimiter};
@@ -198,12 +198,11 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     });
 
     let topology = settings.fleet.topology();
-    let spec = ConsumerSpec::new(topology.intake_stream(), DURABLE)
-        .ack_wait(Duration::from_secs(settings.ack_wait_seconds.max(1)))
-        .retry(RetryPolicy {
-            max_deliveries: settings.max_deliveries.max(1),
-            ..RetryPolicy::default()
-        });
+    let spec = worker::with_delivery(
+        ConsumerSpec::new(topology.intake_stream(), DURABLE),
+        settings.ack_wait_seconds,
+        settings.max_deliveries,
+    );
     let options = WorkerOptions {
         name: "ingest".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),

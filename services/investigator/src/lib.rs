@@ -17,7 +17,7 @@ pub mod rest;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{ConsumerSpec, RetryPolicy};
+use tracelab_bus::ConsumerSpec;
 use tracelab_fleet::events::steps;
 use tracelab_fleet::sandbox::SandboxSettings;
 use tracelab_fleet::worker::{self, WorkerOptions};
@@ -97,13 +97,12 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
     });
     let topology = settings.fleet.topology();
-    let spec = ConsumerSpec::new(topology.investigations_stream(), DURABLE)
-        .filter(topology.investigation_steps(steps::REQUESTED))
-        .ack_wait(Duration::from_secs(settings.ack_wait_seconds.max(1)))
-        .retry(RetryPolicy {
-            max_deliveries: settings.max_deliveries.max(1),
-            ..RetryPolicy::default()
-        });
+    let spec = worker::with_delivery(
+        ConsumerSpec::new(topology.investigations_stream(), DURABLE)
+            .filter(topology.investigation_steps(steps::REQUESTED)),
+        settings.ack_wait_seconds,
+        settings.max_deliveries,
+    );
     let options = WorkerOptions {
         name: "investigator".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{Bus, ConsumerSpec, Delivery, RetryPolicy};
+use tracelab_bus::{Bus, ConsumerSpec, Delivery};
 use tracelab_domain::hypothesis::HypothesisStatus;
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::ports::SandboxProvider;
@@ -92,12 +92,11 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         sandbox: settings.sandbox.clone(),
     });
     let topology = settings.fleet.topology();
-    let spec = ConsumerSpec::new(topology.verify_jobs_stream(), DURABLE)
-        .ack_wait(Duration::from_secs(settings.ack_wait_seconds.max(1)))
-        .retry(RetryPolicy {
-            max_deliveries: settings.max_deliveries.max(1),
-            ..RetryPolicy::default()
-        });
+    let spec = worker::with_delivery(
+        ConsumerSpec::new(topology.verify_jobs_stream(), DURABLE),
+        settings.ack_wait_seconds,
+        settings.max_deliveries,
+    );
     let options = WorkerOptions {
         name: verifier.name.clone(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),
