@@ -387,7 +387,7 @@ fn pytest_junit(s: &Scenario) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn ci_evidence_through_ingest_starts_an_investigation_that_finds_the_culprit() {
+async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
     let Some(b) = backends() else { return };
     let _servers = SERVERS.read().await;
     let s = scenarios::regression_behind_broken_range();
@@ -421,35 +421,64 @@ async fn ci_evidence_through_ingest_starts_an_investigation_that_finds_the_culpr
         .unwrap_or_else(|| panic!("no evidence id in {answer}"))
         .to_string();
 
-    // An investigation from the evidence alone: the test command, the
-    // failing commit and the repository come from what ingest stored.
-    let id = fleet
+    // The group is new on a protected branch (main), so ingest's policy
+    // suggests an investigation and the investigator starts it by itself,
+    // from the evidence alone: the test command, the failing commit and the
+    // repository come from what ingest stored.
+    let store = store_of(&fleet).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let automatic = loop {
+        let started = store
+            .investigations_of_evidence(&evidence_id)
+            .await
+            .unwrap();
+        if let Some(id) = started.first() {
+            break id.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no investigation started from the suggestion\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // A person can start one from the same evidence through the API, too.
+    let manual = fleet
         .submit(json!({"evidence_id": evidence_id, "issue_id": "E2E-EV", "parallelism": 2}))
         .await;
-    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    for id in [&automatic, &manual] {
+        let view = fleet.wait_decided(id, Duration::from_secs(300)).await;
+        assert_eq!(
+            view["state"],
+            "WAITING_FOR_REVIEW",
+            "{view}\n{}",
+            fleet.logs()
+        );
+        assert_eq!(
+            view["test_command"],
+            "python3 -m pytest -q test_app.py::test_add"
+        );
+        assert_eq!(view["repository"], repository);
+        assert_eq!(
+            view["report"]["culprit"]["commit"],
+            s.culprit.as_deref().unwrap(),
+            "{view}"
+        );
+        assert_eq!(view["report"]["winner"]["status"], "VERIFIED");
+        let linked = store
+            .investigation_evidence(&tracelab_domain::ids::InvestigationId(id.to_string()))
+            .await
+            .unwrap();
+        assert_eq!(linked, vec![evidence_id.clone()]);
+    }
     assert_eq!(
-        view["state"],
-        "WAITING_FOR_REVIEW",
-        "{view}\n{}",
-        fleet.logs()
+        store
+            .investigations_of_evidence(&evidence_id)
+            .await
+            .unwrap(),
+        vec![automatic, manual],
+        "the suggestion started exactly one investigation"
     );
-    assert_eq!(
-        view["test_command"],
-        "python3 -m pytest -q test_app.py::test_add"
-    );
-    assert_eq!(view["repository"], repository);
-    assert_eq!(
-        view["report"]["culprit"]["commit"],
-        s.culprit.as_deref().unwrap(),
-        "{view}"
-    );
-    assert_eq!(view["report"]["winner"]["status"], "VERIFIED");
-    let store = store_of(&fleet).await;
-    let linked = store
-        .investigation_evidence(&tracelab_domain::ids::InvestigationId(id.clone()))
-        .await
-        .unwrap();
-    assert_eq!(linked, vec![evidence_id.clone()]);
 
     // The indexer answers where to look for the same failure.
     use tracelab_proto::index::v1::{LocateRequest, retrieval_client::RetrievalClient};

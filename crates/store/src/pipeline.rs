@@ -196,6 +196,17 @@ impl PgStore {
         }))
     }
 
+    /// The investigations started from `evidence_id`, oldest first.
+    pub async fn investigations_of_evidence(&self, evidence_id: &str) -> Result<Vec<String>> {
+        sqlx::query_scalar(
+            "SELECT i.id FROM investigation_evidence e JOIN investigations i ON i.id = e.investigation_id WHERE e.evidence_id = $1 ORDER BY i.created_at",
+        )
+        .bind(evidence_id)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_error)
+    }
+
     /// The evidence an investigation was started from.
     pub async fn investigation_evidence(&self, id: &InvestigationId) -> Result<Vec<String>> {
         sqlx::query_scalar(

@@ -13,11 +13,12 @@ pub mod auth;
 pub mod grpc;
 pub mod pipeline;
 pub mod rest;
+pub mod suggestions;
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::ConsumerSpec;
+use tracelab_bus::{Bus, ConsumerSpec};
 use tracelab_fleet::events::steps;
 use tracelab_fleet::sandbox::SandboxSettings;
 use tracelab_fleet::worker::{self, WorkerOptions};
@@ -45,6 +46,9 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     /// API bearer tokens; none = no authentication (one machine only).
     pub tokens: Vec<auth::TokenSetting>,
+    /// Start the investigations ingest's failure-group policy suggests
+    /// (`<prefix>.evidence.suggested`) when their evidence says how.
+    pub auto_investigate: bool,
 }
 
 impl Default for Settings {
@@ -59,6 +63,7 @@ impl Default for Settings {
             verification_deadline_seconds: 1800,
             sandbox: SandboxSettings::default(),
             tokens: Vec::new(),
+            auto_investigate: true,
         }
     }
 }
@@ -107,7 +112,31 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         name: "investigator".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),
     };
-    tracing::info!(rest = %settings.listen, grpc = %settings.grpc_listen, "investigator ready");
+    let suggested = settings.auto_investigate.then(|| {
+        let spec = worker::with_delivery(
+            ConsumerSpec::new(topology.evidence_stream(), suggestions::DURABLE)
+                .filter(topology.evidence("suggested")),
+            settings.ack_wait_seconds,
+            settings.max_deliveries,
+        );
+        let options = WorkerOptions {
+            name: "suggestions".into(),
+            ..options.clone()
+        };
+        let api = api.clone();
+        let bus: Arc<dyn Bus> = bus.clone();
+        tokio::spawn(worker::run(
+            bus,
+            spec,
+            options,
+            shutdown.clone(),
+            move |d| {
+                let api = api.clone();
+                async move { suggestions::handle(&api, &d).await }
+            },
+        ))
+    });
+    tracing::info!(rest = %settings.listen, grpc = %settings.grpc_listen, auto_investigate = settings.auto_investigate, "investigator ready");
     worker::run_pool(
         settings.concurrency,
         bus,
@@ -120,6 +149,9 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         },
     )
     .await?;
+    if let Some(s) = suggested {
+        s.await??;
+    }
     rest_server.await??;
     grpc_server.await??;
     Ok(())
