@@ -498,6 +498,48 @@ async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
     let files: Vec<&str> = located.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(files.first(), Some(&"app.py"), "{files:?}");
 
+    // The error signature leads back to this failure and how it was fixed.
+    let stored = store
+        .evidence(&evidence_id)
+        .await
+        .unwrap()
+        .expect("evidence");
+    let signature = stored.body["error_signature"]
+        .as_str()
+        .expect("error signature");
+    let past = indexer
+        .past_failures(tracelab_proto::index::v1::PastFailuresRequest {
+            error_signature: signature.to_string(),
+            stack_signature: String::new(),
+            repository: repository.clone(),
+            limit: 5,
+        })
+        .await
+        .expect("PastFailures")
+        .into_inner();
+    assert_eq!(past.failures.len(), 1, "{past:?}");
+    let failure = &past.failures[0];
+    assert_eq!(failure.count, 1);
+    let mut fixes: Vec<(&str, &str, &str)> = failure
+        .investigations
+        .iter()
+        .map(|i| (i.verdict.as_str(), i.culprit.as_str(), i.fix_kind.as_str()))
+        .collect();
+    fixes.dedup();
+    assert_eq!(
+        fixes,
+        vec![("regression", s.culprit.as_deref().unwrap(), "revert")],
+        "{failure:?}"
+    );
+    assert_eq!(failure.investigations.len(), 2);
+    assert!(
+        failure
+            .investigations
+            .iter()
+            .all(|i| i.fix_branch.starts_with("ai-debug/")),
+        "{failure:?}"
+    );
+
     // Evidence that names no runnable test is refused with the reason.
     let refused = fleet
         .http()

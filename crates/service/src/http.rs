@@ -23,19 +23,3 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: Shutdown) ->
         .await
         .map_err(|e| Error::internal(format!("HTTP server failed: {e}")))
 }
-
-/// The accepted connections of `listener` with `TCP_NODELAY` set, for a
-/// tonic server's `serve_with_incoming_shutdown`. Without it a small answer
-/// waits for the client's delayed ACK (Nagle): ~40 ms per call on Linux,
-/// measured on the indexer. tonic sets it only on listeners it binds itself.
-pub fn incoming_nodelay(
-    listener: TcpListener,
-) -> impl futures_core::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt as _;
-    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
-        if let Ok(c) = &conn {
-            let _ = c.set_nodelay(true);
-        }
-        conn
-    })
-}

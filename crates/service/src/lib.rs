@@ -11,6 +11,7 @@
 //!   and W3C `traceparent` in and out of messages and requests.
 
 pub mod config;
+pub mod grpc;
 pub mod health;
 pub mod http;
 pub mod launch;

@@ -31,7 +31,9 @@ mod sqlite;
 
 pub use groups::{PgGroupStore, SqliteGroupStore};
 pub use idempotency::record_once;
-pub use pipeline::{ArbitrationInput, EvidenceRow, InvestigationRow, ProposalRecord};
+pub use pipeline::{
+    ArbitrationInput, EvidenceRow, GroupInvestigation, InvestigationRow, ProposalRecord,
+};
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
 pub use tracelab_domain::ports::InvestigationStore;

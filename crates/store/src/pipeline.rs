@@ -58,6 +58,21 @@ pub struct EvidenceRow {
     pub body: Value,
 }
 
+/// An investigation started from a failure group's evidence, and what it
+/// concluded (the winning hypothesis is the fix a reviewer saw).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupInvestigation {
+    pub group_key: String,
+    pub id: String,
+    pub state: String,
+    pub verdict: Option<String>,
+    pub culprit: Option<String>,
+    /// The winner's kind (`revert`, …) and the branch it was verified on.
+    pub fix_kind: Option<String>,
+    pub fix_branch: Option<String>,
+    pub created_at: OffsetDateTime,
+}
+
 /// An investigation's row, whatever its progress.
 #[derive(Debug, Clone)]
 pub struct InvestigationRow {
@@ -205,6 +220,44 @@ impl PgStore {
         .fetch_all(self.pool())
         .await
         .map_err(db_error)
+    }
+
+    /// The investigations started from the evidence of these failure groups,
+    /// newest first, with what they concluded: how a past failure was fixed.
+    pub async fn investigations_of_groups(
+        &self,
+        group_keys: &[String],
+    ) -> Result<Vec<GroupInvestigation>> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT ON (i.id) e.group_key, i.id, i.state, i.verdict, i.culprit, \
+             i.report->'winner'->>'kind', i.report->'winner'->>'branch', i.created_at \
+             FROM evidence e JOIN investigation_evidence ie ON ie.evidence_id = e.id \
+             JOIN investigations i ON i.id = ie.investigation_id \
+             WHERE e.group_key = ANY($1) ORDER BY i.id",
+        )
+        .bind(group_keys)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_error)?;
+        let mut found: Vec<GroupInvestigation> = rows
+            .iter()
+            .map(|r| GroupInvestigation {
+                group_key: r.get(0),
+                id: r.get(1),
+                state: r.get(2),
+                verdict: r.get(3),
+                culprit: r.get(4),
+                fix_kind: r.get(5),
+                fix_branch: r.get(6),
+                created_at: r.get(7),
+            })
+            .collect();
+        found.sort_by(|a, b| {
+            b.created_at
+                .cmp(&a.created_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(found)
     }
 
     /// The evidence an investigation was started from.

@@ -14,7 +14,7 @@ use tracelab_domain::Error;
 use tracelab_proto::index::v1 as pb;
 use tracelab_proto::index::v1::retrieval_server::{Retrieval, RetrievalServer};
 use tracelab_service::Shutdown;
-use tracelab_store::PgGroupStore;
+use tracelab_store::{PgGroupStore, PgStore};
 use tracing::Instrument;
 
 /// Results per list when the request says 0; and the most it may ask for.
@@ -28,6 +28,8 @@ pub struct Service {
     pub repos: Arc<Repositories>,
     pub workers: Workers,
     pub groups: PgGroupStore,
+    /// Investigations started from a group's evidence (how it was fixed).
+    pub investigations: PgStore,
 }
 
 fn traced<T>(request: &Request<T>, method: &'static str, repository: &str) -> tracing::Span {
@@ -169,8 +171,17 @@ impl Retrieval for Service {
                 }
             };
             groups.truncate(limit);
+            let keys: Vec<String> = groups.iter().map(|g| g.key.0.clone()).collect();
+            let investigations = self
+                .investigations
+                .investigations_of_groups(&keys)
+                .await
+                .map_err(tracelab_service::grpc::status)?;
             Ok(Response::new(pb::PastFailuresReply {
-                failures: groups.iter().map(wire::past_failure).collect(),
+                failures: groups
+                    .iter()
+                    .map(|g| wire::past_failure(g, &investigations))
+                    .collect(),
             }))
         };
         logged(work.instrument(span).await)
@@ -184,7 +195,7 @@ pub async fn serve(
     shutdown: Shutdown,
 ) -> tracelab_domain::Result<()> {
     tracing::info!(addr = ?listener.local_addr().ok(), "serving gRPC");
-    let incoming = tracelab_service::http::incoming_nodelay(listener);
+    let incoming = tracelab_service::grpc::incoming_nodelay(listener);
     tonic::transport::Server::builder()
         .add_service(RetrievalServer::new(service))
         .serve_with_incoming_shutdown(incoming, async move { shutdown.requested().await })

@@ -88,6 +88,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         )),
         workers: work::Workers::new(settings.concurrency),
         groups: PgGroupStore::new(store.pool().clone()),
+        investigations: store.clone(),
     };
     let http_server = tokio::spawn(http::serve(
         http_listener,

@@ -8,6 +8,7 @@ use tracelab_code_index::locate::{CommitLocation, FileLocation, Locations, Symbo
 use tracelab_code_index::score::{Component, Reason};
 use tracelab_ingest::{FailureGroup, GroupStatus};
 use tracelab_proto::index::v1 as pb;
+use tracelab_store::GroupInvestigation;
 
 /// A unit enum's serde name (`symbol_overlap`, `function`, `test_failure`).
 fn name<T: serde::Serialize>(value: &T) -> String {
@@ -165,7 +166,8 @@ pub fn neighbourhood(commit: String, n: &Neighbourhood) -> pb::NeighbourhoodRepl
     }
 }
 
-pub fn past_failure(g: &FailureGroup) -> pb::PastFailure {
+/// A failure group with the investigations of its evidence (`all` may hold other groups').
+pub fn past_failure(g: &FailureGroup, all: &[GroupInvestigation]) -> pb::PastFailure {
     let (status, fixed, resolved_at, resolved_commit) = match &g.status {
         GroupStatus::Open => ("open", false, 0, String::new()),
         GroupStatus::Resolved { at, commit } => {
@@ -188,6 +190,19 @@ pub fn past_failure(g: &FailureGroup) -> pb::PastFailure {
         resolved_at,
         resolved_commit,
         regressions: g.regressions,
+        investigations: all
+            .iter()
+            .filter(|i| i.group_key == g.key.0)
+            .map(|i| pb::PastInvestigation {
+                id: i.id.clone(),
+                state: i.state.clone(),
+                verdict: i.verdict.clone().unwrap_or_default(),
+                culprit: i.culprit.clone().unwrap_or_default(),
+                fix_kind: i.fix_kind.clone().unwrap_or_default(),
+                fix_branch: i.fix_branch.clone().unwrap_or_default(),
+                created_at: i.created_at.unix_timestamp(),
+            })
+            .collect(),
     }
 }
 

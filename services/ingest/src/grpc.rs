@@ -83,7 +83,7 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming_shutdown(
-            tracelab_service::http::incoming_nodelay(listener),
+            tracelab_service::grpc::incoming_nodelay(listener),
             async move { shutdown.requested().await },
         )
         .await

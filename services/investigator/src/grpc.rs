@@ -7,27 +7,17 @@ use crate::auth::{Action, Auth, Caller, Denied};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
+use tracelab_domain::Error;
 use tracelab_domain::hypothesis::Hypothesis;
-use tracelab_domain::{Error, ErrorKind};
 use tracelab_proto::api::v1 as pb;
 use tracelab_proto::api::v1::investigations_server::{Investigations, InvestigationsServer};
 use tracelab_service::Shutdown;
+use tracelab_service::grpc::status;
 use tracing::Instrument;
 
 struct Service {
     api: Arc<Api>,
     auth: Auth,
-}
-
-fn status(e: Error) -> Status {
-    match e.kind {
-        ErrorKind::InvalidArgument => Status::invalid_argument(e.message),
-        ErrorKind::NotFound => Status::not_found(e.message),
-        ErrorKind::Conflict => Status::failed_precondition(e.message),
-        ErrorKind::Unavailable => Status::unavailable(e.message),
-        ErrorKind::Timeout => Status::deadline_exceeded(e.message),
-        ErrorKind::Internal => Status::internal(e.message),
-    }
 }
 
 fn denied(d: Denied) -> Status {
@@ -234,7 +224,7 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .add_service(InvestigationsServer::new(Service { api, auth }))
         .serve_with_incoming_shutdown(
-            tracelab_service::http::incoming_nodelay(listener),
+            tracelab_service::grpc::incoming_nodelay(listener),
             async move { shutdown.requested().await },
         )
         .await

@@ -261,11 +261,15 @@ impl PgGroupStore {
                 "give an error signature, a stack signature or both".into(),
             ));
         }
+        // A group is keyed by one signature but its evidence carries both, so
+        // an error signature also finds the stack-keyed groups it occurred in.
         let rows = sqlx::query(concat!(
             "SELECT ",
             group_columns!(),
-            " FROM failure_groups WHERE ($1::TEXT IS NOT NULL AND group_key LIKE 'stack:' || $1 || '%') \
-             OR ($2::TEXT IS NOT NULL AND group_key LIKE 'error:' || $2 || '%') \
+            " FROM failure_groups WHERE ($1::TEXT IS NOT NULL AND (group_key LIKE 'stack:' || $1 || '%' \
+             OR group_key IN (SELECT group_key FROM evidence WHERE stack_signature LIKE $1 || '%'))) \
+             OR ($2::TEXT IS NOT NULL AND (group_key LIKE 'error:' || $2 || '%' \
+             OR group_key IN (SELECT group_key FROM evidence WHERE error_signature LIKE $2 || '%'))) \
              ORDER BY last_seen DESC, group_key COLLATE \"C\" LIMIT $3"
         ))
         .bind(stack)

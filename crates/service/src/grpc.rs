@@ -1,0 +1,34 @@
+//! What the gRPC servers share: domain errors as gRPC statuses, and accepted
+//! connections with `TCP_NODELAY`.
+
+use tokio::net::TcpListener;
+use tracelab_domain::{Error, ErrorKind};
+
+/// The gRPC status for a domain error (the same kinds REST maps to 400/404/409/503/504/500).
+pub fn status(e: Error) -> tonic::Status {
+    use tonic::Status;
+    match e.kind {
+        ErrorKind::InvalidArgument => Status::invalid_argument(e.message),
+        ErrorKind::NotFound => Status::not_found(e.message),
+        ErrorKind::Conflict => Status::failed_precondition(e.message),
+        ErrorKind::Unavailable => Status::unavailable(e.message),
+        ErrorKind::Timeout => Status::deadline_exceeded(e.message),
+        ErrorKind::Internal => Status::internal(e.message),
+    }
+}
+
+/// The accepted connections of `listener` with `TCP_NODELAY` set, for a
+/// tonic server's `serve_with_incoming_shutdown`. Without it a small answer
+/// waits for the client's delayed ACK (Nagle): ~40 ms per call on Linux,
+/// measured on the indexer. tonic sets it only on listeners it binds itself.
+pub fn incoming_nodelay(
+    listener: TcpListener,
+) -> impl futures_core::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt as _;
+    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|conn| {
+        if let Ok(c) = &conn {
+            let _ = c.set_nodelay(true);
+        }
+        conn
+    })
+}
