@@ -32,3 +32,12 @@ pub fn incoming_nodelay(
         conn
     })
 }
+
+/// Makes `span` continue the caller's W3C trace from the request's `traceparent` metadata.
+pub fn continue_trace<T>(span: &tracing::Span, request: &tonic::Request<T>) {
+    let parent = request
+        .metadata()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok());
+    crate::telemetry::continue_trace(span, parent);
+}

@@ -34,11 +34,7 @@ pub struct Service {
 
 fn traced<T>(request: &Request<T>, method: &'static str, repository: &str) -> tracing::Span {
     let span = tracing::info_span!("grpc", method, repository);
-    let parent = request
-        .metadata()
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok());
-    tracelab_service::telemetry::continue_trace(&span, parent);
+    tracelab_service::grpc::continue_trace(&span, request);
     span
 }
 

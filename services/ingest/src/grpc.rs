@@ -22,6 +22,7 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 use tracelab_domain::Error;
 use tracelab_service::Shutdown;
+use tracing::Instrument;
 
 struct Receiver {
     ingest: Arc<Ingest>,
@@ -31,6 +32,17 @@ struct Receiver {
 #[tonic::async_trait]
 impl LogsService for Receiver {
     async fn export(
+        &self,
+        request: Request<ExportLogsServiceRequest>,
+    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
+        let span = tracing::info_span!("grpc", method = "LogsService/Export");
+        tracelab_service::grpc::continue_trace(&span, &request);
+        self.export_logs(request).instrument(span).await
+    }
+}
+
+impl Receiver {
+    async fn export_logs(
         &self,
         request: Request<ExportLogsServiceRequest>,
     ) -> Result<Response<ExportLogsServiceResponse>, Status> {

@@ -37,11 +37,7 @@ fn caller<T>(auth: &Auth, request: &Request<T>, action: Action) -> Result<Caller
 
 fn traced<T>(request: &Request<T>, name: &'static str) -> tracing::Span {
     let span = tracing::info_span!("grpc", method = name);
-    let parent = request
-        .metadata()
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok());
-    tracelab_service::telemetry::continue_trace(&span, parent);
+    tracelab_service::grpc::continue_trace(&span, request);
     span
 }
 
