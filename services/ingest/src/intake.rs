@@ -3,17 +3,21 @@
 //! (optional headers: `Content-Encoding: gzip`, `Content-Type` as for
 //! `/v1/logs`, `X-TraceLab-Source`; the source is `jetstream` otherwise).
 //! The durable consumer `ingest` on the work queue runs [`handle`]; its
-//! result settles the message through `tracelab_fleet::worker`: busy or rate
-//! limited → Unavailable → nak with the retry policy's backoff; invalid or
-//! too large → InvalidArgument → dead letter with the reason. A redelivered
+//! result settles the message through `tracelab_fleet::worker`. Rate limited
+//! or busy: the handler waits for the refusal's `retry_after` and tries
+//! again (back-pressure: the consumer pulls nothing meanwhile); a backend
+//! down → Unavailable → nak with the retry policy's backoff; invalid or too
+//! large → InvalidArgument → dead letter with the reason. A redelivered
 //! message has the same content, hence the same evidence ids: stored and
 //! counted once.
 
 use crate::auth::SOURCE_HEADER;
 use crate::body;
 use crate::pipeline::{Ingest, Input, Submission};
+use crate::rejection::Rejection;
 use tracelab_bus::Delivery;
 use tracelab_domain::{Error, Result};
+use tracelab_ingest::intake::Refusal;
 
 /// The subject tokens after `<prefix>.intake.`.
 pub const CI_FAILURES: &str = "ci-failures";
@@ -26,6 +30,27 @@ fn header<'a>(delivery: &'a Delivery, name: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
+}
+
+/// Submits, waiting out rate limits and a full admission queue instead of
+/// refusing: a consumer pulls at its own pace, so waiting here (the worker
+/// keeps the message alive with progress acks) is back-pressure on the
+/// stream, and nothing reaches the dead-letter subject only for being early.
+async fn submit_when_admitted(
+    ingest: &Ingest,
+    submission: Submission,
+) -> std::result::Result<crate::pipeline::Summary, Rejection> {
+    loop {
+        match ingest.submit(submission.clone()).await {
+            Err(Rejection::Refused(
+                Refusal::RateLimited { retry_after } | Refusal::Busy { retry_after },
+            )) => {
+                tracing::debug!(?retry_after, source = %submission.source, "intake waits for admission");
+                tokio::time::sleep(retry_after).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 pub async fn handle(ingest: &Ingest, delivery: &Delivery) -> Result<()> {
@@ -56,14 +81,13 @@ pub async fn handle(ingest: &Ingest, delivery: &Delivery) -> Result<()> {
             .chars()
             .take(128)
             .collect();
-        ingest
-            .submit(Submission {
-                input,
-                source,
-                channel: "intake",
-                body,
-            })
-            .await
+        let submission = Submission {
+            input,
+            source,
+            channel: "intake",
+            body,
+        };
+        submit_when_admitted(ingest, submission).await
     };
     let summary = submitted.await.map_err(|r| r.into_error())?;
     tracing::info!(

@@ -711,3 +711,55 @@ async fn jetstream_intake_is_processed_and_poison_is_dead_lettered() {
     assert_eq!(events.len(), 2, "{events:?}");
     s.stop().await;
 }
+
+/// A publisher faster than its rate quota is slowed down, not dead-lettered:
+/// the intake consumer waits for admission while progress-acking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_intake_over_its_rate_waits_instead_of_dead_lettering() {
+    let Some(s) = Service::start(|settings| {
+        settings.limits.rate_per_second = 2;
+        settings.limits.rate_burst = 2;
+        settings.max_deliveries = 1;
+        settings.ack_wait_seconds = 2;
+    })
+    .await
+    else {
+        return;
+    };
+    let reports = 8;
+    for i in 0..reports {
+        let report = ci_report(&format!("c0ffee{i:02}"), "main").to_string();
+        s.bus
+            .publish(Message::new(
+                s.topology.intake("ci-failures"),
+                format!("burst-{i}"),
+                report,
+            ))
+            .await
+            .unwrap();
+    }
+    // 8 reports at 2 per second after a burst of 2: about 3 s of waiting,
+    // more than the ack wait, with a single delivery allowed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while s.evidence_count().await < reports {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {} of {reports} intake messages stored",
+            s.evidence_count().await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut dlq = s
+        .bus
+        .consumer(
+            ConsumerSpec::new(s.topology.dead_letter_stream(), "test-dlq-rate")
+                .filter(s.topology.dead_letters()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        dlq.next(Duration::from_secs(1)).await.unwrap().is_none(),
+        "nothing is dead-lettered for arriving early"
+    );
+    s.stop().await;
+}
