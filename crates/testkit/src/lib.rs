@@ -7,6 +7,7 @@
 
 pub mod backends;
 pub mod scenarios;
+pub mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -763,3 +763,150 @@ async fn jetstream_intake_over_its_rate_waits_instead_of_dead_lettering() {
     );
     s.stop().await;
 }
+
+/// Every string in a JSON value (keys too), so an escaped secret (a PEM key's
+/// newlines, a quote) is compared as the text it is.
+fn strings_of(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(items) => items.iter().for_each(|i| strings_of(i, out)),
+        Value::Object(map) => map.iter().for_each(|(k, i)| {
+            out.push_str(k);
+            out.push('\n');
+            strings_of(i, out);
+        }),
+        other => {
+            out.push_str(&other.to_string());
+            out.push('\n');
+        }
+    }
+}
+
+async fn table_strings(pool: &PgPool, query: &'static str) -> String {
+    let rows = sqlx::query(query)
+        .fetch_all(pool)
+        .await
+        .expect("read table");
+    let mut out = String::new();
+    for r in rows {
+        let row: Value = serde_json::from_str(&r.get::<String, _>("t")).unwrap();
+        strings_of(&row, &mut out);
+        // JSONB columns arrive as nested JSON; text columns holding JSON are parsed too.
+        if let Some(body) = row.get("body").and_then(Value::as_str)
+            && let Ok(inner) = serde_json::from_str::<Value>(body)
+        {
+            strings_of(&inner, &mut out);
+        }
+    }
+    out
+}
+
+/// The redaction corpus (117 planted values of 20 kinds) through the
+/// service: as JSON log lines with tracebacks and as a CI report's log. No
+/// planted value may reach the evidence table, the failure groups or the
+/// published events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_planted_secret_reaches_the_tables_or_the_events() {
+    let Some(s) = Service::start(|_| {}).await else {
+        return;
+    };
+    let corpus = tracelab_testkit::secrets::planted();
+    assert!(corpus.len() >= 100);
+    let lines: Vec<String> = corpus
+        .iter()
+        .enumerate()
+        .map(|(i, (_, value, ctx))| {
+            let line = ctx.replace("{}", value);
+            json!({
+                "level": "error",
+                "service": "payments",
+                "msg": line,
+                "exc_info": format!(
+                    "Traceback (most recent call last):\n  File \"/app/payments/step{i}.py\", line 9, in run_{i}\n    charge()\nValueError: {line}"
+                ),
+            })
+            .to_string()
+        })
+        .collect();
+    let (status, _, answer) = s
+        .post("/v1/logs", "application/x-ndjson", lines.join("\n"), &[])
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["failures"], corpus.len(), "{answer}");
+
+    let log: String = corpus
+        .iter()
+        .enumerate()
+        .map(|(i, (_, value, ctx))| {
+            format!(
+                "Traceback (most recent call last):\n  File \"/home/runner/work/shop/shop/jobs/task{i}.py\", line 3, in task_{i}\n    run()\nRuntimeError: {}\n",
+                ctx.replace("{}", value)
+            )
+        })
+        .collect();
+    let mut report = ci_report("5eed5eed", "main");
+    report["reports"] = json!([]);
+    report["log"] = json!({"path": "ci.log", "content": log, "truncated_bytes": 0});
+    let (status, _, answer) = s
+        .post(
+            "/v1/ci-failures",
+            "application/json",
+            report.to_string(),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    assert!(
+        answer["failures"].as_u64().unwrap() >= corpus.len() as u64 / 2,
+        "{answer}"
+    );
+
+    let mut stored =
+        table_strings(&s.pool, "SELECT row_to_json(t)::text AS t FROM evidence t").await;
+    stored.push_str(
+        &table_strings(
+            &s.pool,
+            "SELECT row_to_json(t)::text AS t FROM failure_groups t",
+        )
+        .await,
+    );
+    let stored_rows = s.evidence_count().await;
+    let mut published = String::new();
+    for kind in ["logs", "ci"] {
+        for event in s.events(&s.topology.evidence(kind), 1).await {
+            let e = EvidenceRecorded::decode(event.payload.as_ref()).unwrap();
+            published.push_str(&format!("{} {} {}\n", e.title, e.source, e.repository));
+            strings_of(
+                &serde_json::from_slice(&e.failure_json).unwrap(),
+                &mut published,
+            );
+        }
+    }
+    let mut leaks = Vec::new();
+    for (kind, value, _) in &corpus {
+        for secret in tracelab_testkit::secrets::secrets_of(kind, value) {
+            if stored.contains(&secret) {
+                leaks.push(format!("{kind} in the tables: {secret:?}"));
+            }
+            if published.contains(&secret) {
+                leaks.push(format!("{kind} in the events: {secret:?}"));
+            }
+        }
+    }
+    assert!(stored.contains("ValueError"), "the failures are stored");
+    // The values were there: stored as their pseudonyms, which still correlate.
+    for pseudonym in ["<email:", "<card:", "<jwt:"] {
+        assert!(stored.contains(pseudonym), "no {pseudonym}…> stored");
+    }
+    assert!(stored_rows >= corpus.len() as i64);
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
+    s.stop().await;
+}
