@@ -120,11 +120,17 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
     assert_eq!(report["culprit"]["commit"], culprit, "{report}");
     assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
     assert_eq!(report["state"], "WAITING_FOR_REVIEW");
+    assert_eq!(report["suspects"][0]["symbol"], "py:app.add", "{report}");
     revert_stored_once(&fleet, report).await;
 
     // The same question answered by the one-process pipeline.
     let local = embedded(&s).await;
     assert_eq!(report["verdict"], local.verdict.as_str());
+    assert_eq!(
+        report["suspects"],
+        serde_json::to_value(&local.suspects).unwrap(),
+        "fleet and embedded suspects differ"
+    );
     assert_eq!(
         report["culprit"]["commit"],
         local.culprit.as_ref().unwrap().commit

@@ -52,6 +52,10 @@ pub struct Report {
     /// Reproduction at the bad revision (the re-runs that classified behaviour).
     pub reproduction: Option<Experiment>,
     pub bisect: Option<BisectSummary>,
+    /// Where to look in the code at the bad revision (the code-path agent),
+    /// best first; empty when the failure output names nothing in the repository.
+    #[serde(default)]
+    pub suspects: Vec<Suspect>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
@@ -59,6 +63,20 @@ pub struct Report {
     pub duration_ms: u64,
     #[serde(default)]
     pub transitions: Vec<Transition>,
+}
+
+/// A function the code-path agent suspects — stack frames → symbols →
+/// call-graph neighbourhood, ranked by the hybrid retrieval score — and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suspect {
+    /// Qualified name (`py:app.add`).
+    pub symbol: String,
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub score: f64,
+    /// One line per score component that contributed.
+    pub reasons: Vec<String>,
 }
 
 /// One line of `tracelab investigations list`.
@@ -144,6 +162,21 @@ impl Report {
             }
             if let Some(note) = &b.note {
                 let _ = writeln!(md, "\n{note}");
+            }
+        }
+        if !self.suspects.is_empty() {
+            let _ = writeln!(md, "\n## Where to look\n");
+            for s in &self.suspects {
+                let _ = writeln!(
+                    md,
+                    "- `{}` {}:{}-{} (score {:.2}): {}",
+                    s.symbol,
+                    s.path,
+                    s.start_line,
+                    s.end_line,
+                    s.score,
+                    s.reasons.join("; ")
+                );
             }
         }
         let _ = writeln!(md, "\n## Hypotheses\n");

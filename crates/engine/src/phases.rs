@@ -3,6 +3,7 @@
 //! services (investigator: [`reproduce`] and [`propose`]; verifier:
 //! [`verify_candidate`]; arbiter: [`conclude`]) with the same code.
 
+use crate::agents::code_path;
 use crate::agents::git_history::{self, FlakeModel};
 use crate::agents::test_behaviour::{self, Classification};
 use crate::context::Context;
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tracelab_domain::arbiter::select_winner;
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind};
 use tracelab_domain::ids::{HypothesisId, InvestigationId, hypothesis_branch};
-use tracelab_domain::report::{BisectSummary, Report};
+use tracelab_domain::report::{BisectSummary, Report, Suspect};
 use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP};
 use tracelab_domain::state::InvestigationState;
 use tracelab_domain::verdict::decide;
@@ -40,6 +41,9 @@ pub struct Proposal {
     pub revert: Option<RevertCandidate>,
     pub bisect: Option<BisectSummary>,
     pub notes: Vec<String>,
+    /// Where to look in the code (the code-path agent), best first.
+    #[serde(default)]
+    pub suspects: Vec<Suspect>,
 }
 
 /// Re-runs the test at the bad revision until its behaviour is classified.
@@ -93,7 +97,10 @@ pub async fn propose(
         let env = test_behaviour::environment_dependence(ctx, 0, classification).await?;
         Ok::<_, Error>((order, env))
     };
-    let (history, (order, env)) = futures::future::try_join(history, behaviour_agent).await?;
+    let agents = futures::future::try_join(history, behaviour_agent);
+    let (agents, suspects) =
+        futures::future::join(agents, code_path::suspects(ctx, classification)).await;
+    let (history, (order, env)) = agents?;
     // Numbers follow a fixed agent order, whatever finished first.
     let mut hypotheses: Vec<Hypothesis> = Vec::new();
     hypotheses.extend(test_behaviour::flaky_hypothesis(ctx, 0, classification));
@@ -109,7 +116,12 @@ pub async fn propose(
         bisect: None,
         notes: Vec::new(),
         hypotheses,
+        suspects: Vec::new(),
     };
+    match suspects {
+        Ok(s) => proposal.suspects = s,
+        Err(note) => proposal.notes.push(note),
+    }
     if let Some((finding, model)) = history {
         if let Some(note) = &finding.summary.note {
             proposal.notes.push(note.clone());
@@ -189,6 +201,7 @@ pub fn conclude(
         behaviour,
         bisect,
         mut notes,
+        suspects,
         ..
     } = proposal;
     let winner = select_winner(&hypotheses).cloned();
@@ -221,6 +234,7 @@ pub fn conclude(
         failure: classification.baseline.as_ref().map(|b| b.describe()),
         reproduction: Some(classification.experiment.clone()),
         bisect,
+        suspects,
         notes,
         created_at: time::OffsetDateTime::now_utc(),
         duration_ms: 0,

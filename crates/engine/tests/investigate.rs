@@ -189,6 +189,26 @@ async fn finds_a_culprit_on_a_merged_branch() {
     let (engine, _) = engine(|_| {}).await;
     let report = engine.investigate(request(&s)).await.unwrap();
     assert_eq!(report.verdict, Verdict::Regression);
+    // The code-path agent points at the function the culprit broke.
+    let top = report.suspects.first().unwrap_or_else(|| {
+        panic!(
+            "no suspects: {:?}\n{}",
+            report.notes,
+            report
+                .reproduction
+                .as_ref()
+                .map(|e| format!("{:?}", e.output))
+                .unwrap_or_default()
+        )
+    });
+    assert_eq!(
+        (top.path.as_str(), top.symbol.as_str()),
+        ("app.py", "py:app.add"),
+        "{:?}",
+        report.suspects
+    );
+    assert!(!top.reasons.is_empty());
+    assert!(report.to_markdown().contains("## Where to look"));
     assert_eq!(report.culprit.unwrap().commit, s.culprit.unwrap());
 }
 

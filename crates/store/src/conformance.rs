@@ -62,6 +62,7 @@ pub fn sample_report(id: &InvestigationId) -> Report {
         failure: Some("AssertionError".into()),
         reproduction: None,
         bisect: None,
+        suspects: Vec::new(),
         notes: vec![],
         created_at: time::OffsetDateTime::now_utc(),
         duration_ms: 5,

@@ -1,4 +1,5 @@
 //! Hypothesis sources. Deterministic agents only; an LLM is never required.
 
+pub mod code_path;
 pub mod git_history;
 pub mod test_behaviour;

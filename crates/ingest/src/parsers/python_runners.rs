@@ -269,7 +269,8 @@ pub(crate) fn parse_unittest(lines: &[&str], limits: &Limits, parsed: &mut Parse
         while j < lines.len() && j < i + 5 && !is_rule(lines[j], '-') {
             j += 1;
         }
-        let body_start = j + 1;
+        // A cut input may end inside the header: no body then.
+        let body_start = (j + 1).min(lines.len());
         let mut k = body_start;
         while k < lines.len()
             && !is_rule(lines[k], '=')
