@@ -71,6 +71,15 @@ pub struct LocateArgs {
     /// Results per list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Hard filter: suspects in this language only (repeatable): python, rust, javascript, typescript, go, java.
+    #[arg(long = "language", value_name = "LANG")]
+    pub languages: Vec<String>,
+    /// Hard filter: suspects under this path only, e.g. services/billing/.
+    #[arg(long, value_name = "PATH")]
+    pub path_prefix: Option<String>,
+    /// Revision window: only commits after REV (e.g. the last good one) are suspects.
+    #[arg(long, value_name = "REV")]
+    pub since: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
     /// A Python test command (pytest or unittest, no shell): its suite runs under coverage.py in a local sandbox at --rev and adds the `spectrum` (Ochiai) component.

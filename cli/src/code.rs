@@ -103,6 +103,17 @@ pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
             .map(|(sha, _, _)| sha.clone())
             .or(args.rev.clone()),
         top: args.top,
+        languages: args
+            .languages
+            .iter()
+            .map(|name| {
+                tracelab_code_index::Language::parse(name).with_context(|| {
+                    format!("unknown --language {name}: python, rust, javascript, typescript, go or java")
+                })
+            })
+            .collect::<anyhow::Result<_>>()?,
+        path_prefix: args.path_prefix.clone(),
+        since_rev: args.since.clone(),
         spectrum: covered
             .as_ref()
             .map(|(_, _, s)| std::sync::Arc::from(s.runs.clone())),
@@ -150,6 +161,10 @@ async fn remote_locate(
         evidence,
         rev: args.rev.clone().unwrap_or_default(),
         top: u32::try_from(args.top).context("--top is too large")?,
+        languages: args.languages.clone(),
+        path_prefix: args.path_prefix.clone().unwrap_or_default(),
+        since_rev: args.since.clone().unwrap_or_default(),
+        ..Default::default()
     };
     tracelab_indexer::client::locate(url, request).await
 }

@@ -16,13 +16,19 @@ fn proto_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.join("../../proto");
     let mut files = Vec::new();
     proto_files(&root, &mut files)?;
     files.sort();
-    println!("cargo:rerun-if-changed={}", root.display());
+    // Relative paths: cargo resolves them against the package being built.
+    // Absolute ones would make two checkouts sharing a target directory (a
+    // CI clone and a working tree) watch each other's files and reuse stale
+    // generated code.
+    println!("cargo:rerun-if-changed=../../proto");
     for f in &files {
-        println!("cargo:rerun-if-changed={}", f.display());
+        let relative = f.strip_prefix(manifest).unwrap_or(f);
+        println!("cargo:rerun-if-changed={}", relative.display());
     }
     let descriptors = protox::compile(&files, [&root])?;
     tonic_prost_build::configure()

@@ -497,6 +497,7 @@ async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
             evidence: pytest_junit(&s),
             rev: String::new(),
             top: 5,
+            ..Default::default()
         })
         .await
         .expect("Locate")

@@ -89,6 +89,7 @@ async fn main() -> anyhow::Result<()> {
         evidence: evidence.clone(),
         rev: String::new(),
         top: 10,
+        ..Default::default()
     };
     // Warm up: the first call indexes and builds the locator.
     let started = Instant::now();

@@ -3,13 +3,14 @@
 //! one span that continues the caller's W3C trace (`traceparent` metadata).
 
 use crate::past;
-use crate::repos::Repositories;
+use crate::repos::{Filters, Repositories};
 use crate::roots::Roots;
 use crate::wire;
 use crate::work::{Workers, deadline};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
+use tracelab_code_index::Language;
 use tracelab_domain::Error;
 use tracelab_proto::index::v1 as pb;
 use tracelab_proto::index::v1::retrieval_server::{Retrieval, RetrievalServer};
@@ -36,6 +37,28 @@ fn traced<T>(request: &Request<T>, method: &'static str, repository: &str) -> tr
     let span = tracing::info_span!("grpc", method, repository);
     tracelab_service::grpc::continue_trace(&span, request);
     span
+}
+
+/// The request's hard filters; an unknown language is an error, not "no filter".
+fn filters(r: &pb::LocateRequest) -> Result<Filters, Status> {
+    let languages = r
+        .languages
+        .iter()
+        .map(|name| {
+            Language::parse(name).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "unknown language {name:?}: python, rust, javascript, typescript, go or java"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Filters {
+        languages,
+        path_prefix: rev(&r.path_prefix),
+        since_rev: rev(&r.since_rev),
+        max_commits: r.max_commits as usize,
+        include_tests: r.include_tests,
+    })
 }
 
 fn rev(r: &str) -> Option<String> {
@@ -100,11 +123,12 @@ impl Retrieval for Service {
                 }
                 n => n,
             };
+            let filters = filters(&r)?;
             let repos = self.repos.clone();
             let found = self
                 .workers
                 .run(deadline, move || {
-                    repos.locate(&repo, &r.evidence, rev(&r.rev).as_deref(), top)
+                    repos.locate(&repo, &r.evidence, rev(&r.rev).as_deref(), top, &filters)
                 })
                 .await?;
             Ok(Response::new(wire::locations(&found)))

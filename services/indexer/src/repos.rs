@@ -19,7 +19,7 @@ use tonic::Status;
 use tracelab_code_index::callgraph::{Neighbourhood, neighbourhood};
 use tracelab_code_index::indexer::{open_repo, resolve_commit};
 use tracelab_code_index::{
-    ErrorKind, IndexSummary, Indexer, LocateOptions, Locations, Locator, Snapshot,
+    ErrorKind, IndexSummary, Indexer, Language, LocateOptions, Locations, Locator, Snapshot,
     default_cache_dir,
 };
 
@@ -41,12 +41,30 @@ pub fn status(e: tracelab_code_index::Error) -> Status {
     }
 }
 
+/// `Locate`'s hard filters (applied before ranking). Part of a warm
+/// locator's key: a locator is built for one set of filters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Filters {
+    /// Suspects in these languages only; empty = all.
+    pub languages: Vec<Language>,
+    /// Suspects under this path only.
+    pub path_prefix: Option<String>,
+    /// Commits after this revision only (e.g. the last good one).
+    pub since_rev: Option<String>,
+    /// Newest commits considered; 0 = the library's default.
+    pub max_commits: usize,
+    /// Whether test files may be suspects.
+    pub include_tests: bool,
+}
+
+type LocatorKey = (String, usize, Filters);
+
 #[derive(Default)]
 struct Warm {
     /// Opened on first use.
     indexer: Option<Indexer>,
-    /// Most recently used last; keyed by (commit, top).
-    locators: Vec<((String, usize), Arc<Locator>)>,
+    /// Most recently used last; keyed by (commit, top, filters).
+    locators: Vec<(LocatorKey, Arc<Locator>)>,
 }
 
 /// The warm state of every repository the service has seen.
@@ -134,10 +152,14 @@ impl Repositories {
         repo: &Path,
         rev: Option<&str>,
         top: usize,
+        filters: &Filters,
     ) -> Result<Arc<Locator>, Status> {
         let git = open_repo(repo).map_err(status)?;
         let commit = resolve_commit(&git, rev).map_err(status)?.id().to_string();
-        let key = (commit.clone(), top);
+        if let Some(since) = &filters.since_rev {
+            resolve_commit(&git, Some(since)).map_err(status)?;
+        }
+        let key = (commit.clone(), top, filters.clone());
         let warm = self.warm(repo);
         let mut warm = lock(&warm);
         if let Some(i) = warm.locators.iter().position(|(k, _)| *k == key) {
@@ -146,10 +168,19 @@ impl Repositories {
             warm.locators.push(entry);
             return Ok(locator);
         }
+        let defaults = LocateOptions::default();
         let opts = LocateOptions {
             rev: Some(commit),
             top,
-            ..LocateOptions::default()
+            languages: filters.languages.clone(),
+            path_prefix: filters.path_prefix.clone(),
+            since_rev: filters.since_rev.clone(),
+            max_commits: match filters.max_commits {
+                0 => defaults.max_commits,
+                n => n,
+            },
+            include_tests: filters.include_tests,
+            ..defaults
         };
         let indexer = self.indexer(&mut warm, repo)?;
         let locator = Arc::new(Locator::build(&git, indexer, &opts).map_err(status)?);
@@ -168,8 +199,9 @@ impl Repositories {
         evidence: &str,
         rev: Option<&str>,
         top: usize,
+        filters: &Filters,
     ) -> Result<Locations, Status> {
-        let locator = self.locator(repo, rev, top)?;
+        let locator = self.locator(repo, rev, top, filters)?;
         locator.locate(evidence).map_err(status)
     }
 
@@ -184,7 +216,12 @@ impl Repositories {
         let commit = resolve_commit(&git, rev).map_err(status)?.id().to_string();
         let warm = self.warm(repo);
         let mut warm = lock(&warm);
-        if let Some((_, l)) = warm.locators.iter().rev().find(|((c, _), _)| *c == commit) {
+        if let Some((_, l)) = warm
+            .locators
+            .iter()
+            .rev()
+            .find(|((c, _, _), _)| *c == commit)
+        {
             return Ok(read(&l.snapshot));
         }
         let indexer = self.indexer(&mut warm, repo)?;

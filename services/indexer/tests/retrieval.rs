@@ -88,6 +88,7 @@ async fn index_locate_and_neighbourhood_answer_like_the_library() {
                 evidence: TRACEBACK.into(),
                 rev: rev.into(),
                 top,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -122,6 +123,61 @@ async fn index_locate_and_neighbourhood_answer_like_the_library() {
         }
         assert!(!remote.symbols[0].reasons.is_empty());
     }
+
+    // Hard filters travel and give what the library gives with the same options.
+    let filtered = |languages: Vec<String>, path_prefix: &str, include_tests: bool| {
+        let mut c = c.clone();
+        let repository = repository.clone();
+        let path_prefix = path_prefix.to_string();
+        async move {
+            let answer = c
+                .locate(pb::LocateRequest {
+                    repository,
+                    evidence: TRACEBACK.into(),
+                    top: 10,
+                    languages,
+                    path_prefix,
+                    include_tests,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            Ok::<_, tonic::Status>(wire::locations_back(answer).unwrap())
+        }
+    };
+    let tests_too = filtered(vec!["python".into()], "", true).await.unwrap();
+    let local = locate(
+        repo.path(),
+        TRACEBACK,
+        &LocateOptions {
+            top: 10,
+            languages: vec![tracelab_code_index::Language::Python],
+            include_tests: true,
+            ..LocateOptions::default()
+        },
+    )
+    .unwrap();
+    same_json(
+        &serde_json::to_value(&tests_too).unwrap(),
+        &serde_json::to_value(&local).unwrap(),
+        "python, tests included",
+    );
+    let only_tests = filtered(Vec::new(), "tests/", true).await.unwrap();
+    assert!(!only_tests.symbols.is_empty());
+    assert!(
+        only_tests
+            .symbols
+            .iter()
+            .all(|s| s.path.starts_with("tests/")),
+        "{only_tests:?}"
+    );
+    let no_go = filtered(vec!["go".into()], "", false).await.unwrap();
+    assert!(
+        no_go.symbols.is_empty(),
+        "a Python repository has no Go suspects: {no_go:?}"
+    );
+    let unknown = filtered(vec!["cobol".into()], "", false).await.unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::InvalidArgument, "{unknown}");
 
     let n = c
         .neighbourhood(pb::NeighbourhoodRequest {
@@ -213,6 +269,7 @@ async fn repositories_outside_the_roots_and_bad_input_get_clear_errors() {
         evidence: TRACEBACK.into(),
         rev: String::new(),
         top: 5,
+        ..Default::default()
     };
 
     for refused in [
@@ -315,6 +372,7 @@ async fn concurrent_requests_on_one_repository_share_one_sound_cache() {
                     evidence: TRACEBACK.into(),
                     rev,
                     top: 5,
+                    ..Default::default()
                 })
                 .await
                 .map(|r| Some(r.into_inner()))
