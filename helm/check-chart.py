@@ -252,6 +252,11 @@ def check_manifests(text, values, c, scenario):
                 # The settings syntax for a list of tables is TOML's inline syntax.
                 parsed = tomllib.loads(f"tokens = {raw}")["tokens"] if raw else None
                 c.that(parsed == values["api"]["tokens"], f"{where}: tokens secret {raw!r}")
+        if name in ("ingest", "indexer"):
+            ref = env.get("TRACELAB__TOKENS", {}).get("valueFrom", {}).get("secretKeyRef")
+            want = values[name]["tokens"]["existingSecret"]
+            c.that((ref or {}).get("name") == (want or None),
+                   f"{where}: tokens secret {ref}, values say {want!r}")
         if name == "ingest":
             key = env.get("TRACELAB__REDACTION_KEY", {}).get("valueFrom", {}).get("secretKeyRef")
             want = values["ingest"]["redactionKey"]["existingSecret"]
@@ -293,7 +298,8 @@ SCENARIOS = [
         "verifier": {"autoscaling": {"enabled": True}, "settings": {"concurrency": 3, "ack_wait_seconds": 45}},
         "investigator": {"settings": {"verification_deadline_seconds": 2000000, "concurrency": 4}},
         "fleet": {"nats_url": "nats://nats-a:4222", "drain_seconds": 90},
-        "ingest": {"redactionKey": {"existingSecret": "ingest-key"}},
+        "ingest": {"redactionKey": {"existingSecret": "ingest-key"}, "tokens": {"existingSecret": "intake-tokens"}},
+        "indexer": {"tokens": {"existingSecret": "indexer-tokens"}},
     }), True, None),
     ("existing secrets, no ingest or indexer", {
         "postgresql": {"existingSecret": "pg-creds"},

@@ -19,7 +19,7 @@ pub struct Cli {
     /// A fleet's API (e.g. http://127.0.0.1:8080): `investigate` and `investigations` run there instead of in this process.
     #[arg(long, global = true, env = "TRACELAB_SERVER", value_name = "URL")]
     pub server: Option<String>,
-    /// Bearer token for --server.
+    /// Bearer token for --server (and for `locate --indexer`).
     #[arg(long, global = true, env = "TRACELAB_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     #[command(subcommand)]

@@ -36,7 +36,7 @@ pub async fn index(args: IndexArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
+pub async fn locate(args: LocateArgs, token: Option<&str>) -> anyhow::Result<ExitCode> {
     let evidence = match args.evidence.as_deref() {
         Some("-") => {
             let mut text = String::new();
@@ -89,7 +89,7 @@ pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("--evidence FILE or --test CMD is needed"),
     };
     if let Some(url) = &args.indexer {
-        let found = remote_locate(url, &args, evidence).await?;
+        let found = remote_locate(url, token, &args, evidence).await?;
         match args.format {
             Format::Json => println!("{}", serde_json::to_string_pretty(&found)?),
             Format::Markdown => print!("{}", render(&found)?),
@@ -151,6 +151,7 @@ pub async fn locate(args: LocateArgs) -> anyhow::Result<ExitCode> {
 /// made absolute because the service resolves it on its own.
 async fn remote_locate(
     url: &str,
+    token: Option<&str>,
     args: &LocateArgs,
     evidence: String,
 ) -> anyhow::Result<Locations> {
@@ -166,7 +167,7 @@ async fn remote_locate(
         since_rev: args.since.clone().unwrap_or_default(),
         ..Default::default()
     };
-    tracelab_indexer::client::locate(url, request).await
+    tracelab_indexer::client::locate(url, token, request).await
 }
 
 /// A compact table per list, from the JSON form so it shows exactly what `--format json` does.

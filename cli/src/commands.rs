@@ -62,7 +62,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Investigations(cmd) => investigations(&cli.db, cmd).await,
         Command::Parse(args) => crate::parse::run(args),
         Command::Index(args) => crate::code::index(args).await,
-        Command::Locate(args) => crate::code::locate(args).await,
+        Command::Locate(args) => crate::code::locate(args, cli.token.as_deref()).await,
         Command::Repro(args) => crate::repro::run(args).await,
         Command::Report(args) => crate::report::run(args, None, cli.token.as_deref()).await,
     }

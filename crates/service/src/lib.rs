@@ -17,6 +17,7 @@ pub mod http;
 pub mod launch;
 pub mod shutdown;
 pub mod telemetry;
+pub mod tokens;
 
 pub use launch::launch;
 pub use shutdown::Shutdown;

@@ -155,6 +155,14 @@ spec:
               key: {{ $root.Values.api.existingSecretKey }}
         {{- end }}
         {{- end }}
+        {{- if and (has .service (list "ingest" "indexer")) (index $root.Values .service).tokens.existingSecret }}
+        # Bearer tokens callers must send, in the settings syntax: [{name="ci", token="..."}].
+        - name: TRACELAB__TOKENS
+          valueFrom:
+            secretKeyRef:
+              name: {{ (index $root.Values .service).tokens.existingSecret }}
+              key: {{ (index $root.Values .service).tokens.existingSecretKey }}
+        {{- end }}
         {{- if and (eq .service "ingest") $root.Values.ingest.redactionKey.existingSecret }}
         # The HMAC key behind redaction pseudonyms (the built-in one is public).
         - name: TRACELAB__REDACTION_KEY

@@ -15,6 +15,7 @@ use tracelab_domain::Error;
 use tracelab_proto::index::v1 as pb;
 use tracelab_proto::index::v1::retrieval_server::{Retrieval, RetrievalServer};
 use tracelab_service::Shutdown;
+use tracelab_service::tokens::TokenTable;
 use tracelab_store::{PgGroupStore, PgStore};
 use tracing::Instrument;
 
@@ -212,12 +213,26 @@ impl Retrieval for Service {
 pub async fn serve(
     listener: TcpListener,
     service: Service,
+    tokens: TokenTable<String>,
     shutdown: Shutdown,
 ) -> tracelab_domain::Result<()> {
     tracing::info!(addr = ?listener.local_addr().ok(), "serving gRPC");
     let incoming = tracelab_service::grpc::incoming_nodelay(listener);
+    let authenticated = move |request: Request<()>| {
+        if tokens.is_open() {
+            return Ok(request);
+        }
+        let header = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        match tokens.bearer(header) {
+            Ok(_) => Ok(request),
+            Err(why) => Err(Status::unauthenticated(why)),
+        }
+    };
     tonic::transport::Server::builder()
-        .add_service(RetrievalServer::new(service))
+        .add_service(RetrievalServer::with_interceptor(service, authenticated))
         .serve_with_incoming_shutdown(incoming, async move { shutdown.requested().await })
         .await
         .map_err(|e| Error::internal(format!("gRPC server failed: {e}")))

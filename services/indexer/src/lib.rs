@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_service::health::{self, Readiness};
+use tracelab_service::tokens::{NamedToken, TokenTable};
 use tracelab_service::{Shutdown, http};
 use tracelab_store::PgGroupStore;
 
@@ -44,6 +45,9 @@ pub struct Settings {
     pub cache_dir: String,
     /// Index / locate jobs running at once (each may use several cores).
     pub concurrency: usize,
+    /// Bearer tokens callers must send (`authorization` metadata); none = an
+    /// open API (one machine only: the index holds the repositories' code).
+    pub tokens: Vec<NamedToken>,
 }
 
 impl Default for Settings {
@@ -56,6 +60,7 @@ impl Default for Settings {
             allow_any_repository: false,
             cache_dir: String::new(),
             concurrency: 2,
+            tokens: Vec::new(),
         }
     }
 }
@@ -95,7 +100,16 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         health::routes(readiness),
         shutdown.clone(),
     ));
-    let grpc_server = tokio::spawn(grpc::serve(grpc_listener, service, shutdown.clone()));
+    let tokens = TokenTable::named("indexer token", &settings.tokens)?;
+    if tokens.is_open() {
+        tracing::warn!("no indexer tokens configured: any caller may read the indexed code");
+    }
+    let grpc_server = tokio::spawn(grpc::serve(
+        grpc_listener,
+        service,
+        tokens,
+        shutdown.clone(),
+    ));
     tracing::info!(health = %settings.listen, grpc = %settings.grpc_listen, "indexer ready");
     http_server.await??;
     grpc_server.await??;

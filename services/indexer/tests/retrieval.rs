@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TRACEBACK, shop, start};
+use common::{TRACEBACK, shop, start, start_with_tokens};
 use tonic::Code;
 use tracelab_code_index::{LocateOptions, locate};
 use tracelab_indexer::wire;
@@ -496,4 +496,37 @@ async fn past_failures_come_from_the_failure_groups() {
     let e = c.past_failures(ask("/etc".into())).await.unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied);
     running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tokens_configured_every_call_needs_one() {
+    let (repo, _) = shop();
+    let root = repo.path().to_path_buf();
+    let token = tracelab_service::tokens::NamedToken {
+        name: "ci".into(),
+        token: "indexer-token-0123456789".into(),
+    };
+    let Some(server) = start_with_tokens(vec![root], 1, vec![token]).await else {
+        return;
+    };
+    let request = || pb::LocateRequest {
+        repository: repo.path().display().to_string(),
+        evidence: TRACEBACK.into(),
+        top: 3,
+        ..Default::default()
+    };
+    let refused = server.client.clone().locate(request()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused}");
+    assert!(refused.message().contains("missing bearer token"));
+    let wrong =
+        tracelab_indexer::client::locate(&server.url, Some("not-the-token-0123456"), request())
+            .await
+            .unwrap_err();
+    assert!(wrong.to_string().contains("unknown token"), "{wrong}");
+    let found =
+        tracelab_indexer::client::locate(&server.url, Some("indexer-token-0123456789"), request())
+            .await
+            .unwrap();
+    assert!(!found.symbols.is_empty());
+    server.stop().await;
 }

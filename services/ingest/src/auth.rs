@@ -3,10 +3,8 @@
 //! them the intake is open and the source is what the caller says
 //! (`X-TraceLab-Source`) or else its address.
 
-use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::Arc;
-use tracelab_domain::{Error, Result};
+use tracelab_domain::Result;
+use tracelab_service::tokens::TokenTable;
 
 /// The header naming the source when no tokens are configured.
 pub const SOURCE_HEADER: &str = "x-tracelab-source";
@@ -14,42 +12,23 @@ pub const SOURCE_HEADER: &str = "x-tracelab-source";
 /// Longest source name kept from a header (longer ones are cut).
 const MAX_SOURCE_LEN: usize = 128;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TokenSetting {
-    /// The source name evidence sent with this token is stored under.
-    pub name: String,
-    pub token: String,
-}
+/// A `[[tokens]]` entry: the source name evidence sent with the token is stored under.
+pub use tracelab_service::tokens::NamedToken as TokenSetting;
 
 #[derive(Clone, Debug, Default)]
 pub struct Auth {
-    tokens: Arc<HashMap<String, String>>,
+    tokens: TokenTable<String>,
 }
 
 impl Auth {
     pub fn new(settings: &[TokenSetting]) -> Result<Self> {
-        let mut tokens = HashMap::new();
-        for t in settings {
-            if t.token.len() < 16 {
-                return Err(Error::invalid(format!(
-                    "intake token of {:?} is shorter than 16 characters",
-                    t.name
-                )));
-            }
-            if tokens.insert(t.token.clone(), t.name.clone()).is_some() {
-                return Err(Error::invalid(format!(
-                    "intake token of {:?} is listed twice",
-                    t.name
-                )));
-            }
-        }
         Ok(Self {
-            tokens: Arc::new(tokens),
+            tokens: TokenTable::named("intake token", settings)?,
         })
     }
 
     pub fn is_open(&self) -> bool {
-        self.tokens.is_empty()
+        self.tokens.is_open()
     }
 
     /// The source of a request: the token's name, or (open intake) the
@@ -61,15 +40,7 @@ impl Auth {
         peer: Option<std::net::IpAddr>,
     ) -> std::result::Result<String, String> {
         if !self.is_open() {
-            let token = authorization
-                .and_then(|h| h.strip_prefix("Bearer "))
-                .map(str::trim)
-                .ok_or("missing bearer token")?;
-            return self
-                .tokens
-                .get(token)
-                .cloned()
-                .ok_or_else(|| "unknown token".to_string());
+            return self.tokens.bearer(authorization).cloned();
         }
         let declared = declared.map(str::trim).filter(|s| !s.is_empty());
         Ok(match (declared, peer) {

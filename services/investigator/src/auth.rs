@@ -3,9 +3,8 @@
 //! is open (one machine), and the service says so at start-up.
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::Arc;
-use tracelab_domain::{Error, Result};
+use tracelab_domain::Result;
+use tracelab_service::tokens::TokenTable;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,37 +72,25 @@ pub enum Denied {
 
 #[derive(Clone, Debug, Default)]
 pub struct Auth {
-    tokens: Arc<HashMap<String, Caller>>,
+    tokens: TokenTable<Caller>,
 }
 
 impl Auth {
     pub fn new(settings: &[TokenSetting]) -> Result<Self> {
-        let mut tokens = HashMap::new();
-        for t in settings {
-            if t.token.len() < 16 {
-                return Err(Error::invalid(format!(
-                    "API token of {:?} is shorter than 16 characters",
-                    t.name
-                )));
-            }
+        let entries = settings.iter().map(|t| {
             let caller = Caller {
                 name: t.name.clone(),
                 role: t.role,
             };
-            if tokens.insert(t.token.clone(), caller).is_some() {
-                return Err(Error::invalid(format!(
-                    "API token of {:?} is listed twice",
-                    t.name
-                )));
-            }
-        }
+            (t.name.clone(), t.token.clone(), caller)
+        });
         Ok(Self {
-            tokens: Arc::new(tokens),
+            tokens: TokenTable::new("API token", entries)?,
         })
     }
 
     pub fn is_open(&self) -> bool {
-        self.tokens.is_empty()
+        self.tokens.is_open()
     }
 
     /// Checks an `Authorization` header value for `action`.
@@ -118,14 +105,10 @@ impl Auth {
                 role: Role::Admin,
             });
         }
-        let token = header
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or_else(|| Denied::Unauthenticated("missing bearer token".into()))?;
         let caller = self
             .tokens
-            .get(token)
-            .ok_or_else(|| Denied::Unauthenticated("unknown token".into()))?;
+            .bearer(header)
+            .map_err(Denied::Unauthenticated)?;
         if caller.role < action.role() {
             return Err(Denied::Forbidden(format!(
                 "{} needs the {} role; {} has {}",

@@ -73,6 +73,15 @@ impl Running {
 
 /// Starts the indexer with `roots`; `None` when PostgreSQL is not configured.
 pub async fn start(roots: Vec<PathBuf>, concurrency: usize) -> Option<Running> {
+    start_with_tokens(roots, concurrency, Vec::new()).await
+}
+
+/// [`start`] with bearer tokens required.
+pub async fn start_with_tokens(
+    roots: Vec<PathBuf>,
+    concurrency: usize,
+    tokens: Vec<tracelab_service::tokens::NamedToken>,
+) -> Option<Running> {
     let url = backend("TRACELAB_TEST_POSTGRES")?;
     let cache = tempfile::tempdir().unwrap();
     let settings = Settings {
@@ -87,6 +96,7 @@ pub async fn start(roots: Vec<PathBuf>, concurrency: usize) -> Option<Running> {
         allow_any_repository: false,
         cache_dir: cache.path().display().to_string(),
         concurrency,
+        tokens,
     };
     let shutdown = Shutdown::new();
     let server = tokio::spawn(tracelab_indexer::run(settings.clone(), shutdown.clone()));
