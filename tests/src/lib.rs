@@ -33,6 +33,9 @@ pub struct FleetOptions {
     /// A job not progress-acked for this long goes to another verifier.
     pub ack_wait_seconds: u64,
     pub verification_deadline_seconds: u64,
+    /// A TOML settings file for the investigator (`--config`), e.g. its
+    /// `[repositories]` map; `--set` flags still win over it.
+    pub investigator_config: Option<String>,
 }
 
 impl Default for FleetOptions {
@@ -41,6 +44,7 @@ impl Default for FleetOptions {
             verifiers: 1,
             ack_wait_seconds: 5,
             verification_deadline_seconds: 600,
+            investigator_config: None,
         }
     }
 }
@@ -182,6 +186,13 @@ impl Fleet {
         let log = self.logs.path().join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("log file");
         let mut command = Command::new(binary(service));
+        if service == "investigator"
+            && let Some(toml) = &self.options.investigator_config
+        {
+            let config = self.logs.path().join("investigator.toml");
+            std::fs::write(&config, toml).expect("investigator settings file");
+            command.arg("--config").arg(config);
+        }
         for setting in self.common().iter().chain(extra) {
             command.arg("--set").arg(setting);
         }

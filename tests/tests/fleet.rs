@@ -557,3 +557,85 @@ async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
         .unwrap();
     assert_eq!(refused.status(), 400);
 }
+
+/// A CI report names its repository by URL, as real ones do; the
+/// investigator finds the fleet's checkout of it through its `repositories`
+/// setting and investigates by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn evidence_naming_a_repository_url_is_investigated_in_its_mapped_checkout() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::regression_behind_broken_range();
+    let checkout = s.repo.path().display().to_string();
+    let options = FleetOptions {
+        investigator_config: Some(format!(
+            "[repositories]\n\"https://git.example.com/acme/calculator\" = {checkout:?}\n"
+        )),
+        ..FleetOptions::default()
+    };
+    let fleet = Fleet::start(&b, options).await;
+    let report = json!({
+        "schema": 1,
+        "repository": "https://ci-bot:hunter2@git.example.com/acme/calculator.git",
+        "commit": s.head,
+        "branch": "main",
+        "job": {"provider": "local", "id": "2", "name": "test"},
+        "reports": [{"path": "junit.xml", "content": pytest_junit(&s)}],
+        "environment": {"os": "linux", "arch": "x86_64"},
+        "created_at": 1_780_000_100u64,
+    });
+    let answer: Value = fleet
+        .http()
+        .post(format!("{}/v1/ci-failures", fleet.ingest))
+        .json(&report)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let evidence_id = answer["evidence_ids"][0]
+        .as_str()
+        .expect("evidence id")
+        .to_string();
+    let store = store_of(&fleet).await;
+    let stored = store
+        .evidence(&evidence_id)
+        .await
+        .unwrap()
+        .expect("evidence");
+    assert_eq!(
+        stored.repository.as_deref(),
+        Some("https://git.example.com/acme/calculator.git"),
+        "credentials are not stored"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let id = loop {
+        if let Some(id) = store
+            .investigations_of_evidence(&evidence_id)
+            .await
+            .unwrap()
+            .first()
+        {
+            break id.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no investigation started\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(
+        view["state"],
+        "WAITING_FOR_REVIEW",
+        "{view}\n{}",
+        fleet.logs()
+    );
+    assert_eq!(view["repository"], checkout);
+    assert_eq!(
+        view["report"]["culprit"]["commit"],
+        s.culprit.as_deref().unwrap()
+    );
+}

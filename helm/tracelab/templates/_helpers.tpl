@@ -98,7 +98,7 @@ its ports, and `[fleet]`. Top-level scalars first, then one table per map.
 {{- if eq (kindOf $v) "map" }}
 [{{ $key }}]
 {{ range $inner := keys $v | sortAlpha -}}
-{{ $inner }} = {{ include "tracelab.tomlValue" (index $v $inner) }}
+{{ $inner | toJson }} = {{ include "tracelab.tomlValue" (index $v $inner) }}
 {{ end -}}
 {{- end -}}
 {{- end -}}

@@ -24,6 +24,8 @@ pub struct Api {
     pub verification_deadline: Duration,
     /// The commands investigations may run (default plus the service's extra programs).
     pub allowlist: Allowlist,
+    /// Local checkouts of repositories evidence names by URL.
+    pub repositories: crate::repositories::RepositoryMap,
 }
 
 /// `POST /api/investigations`.
@@ -176,9 +178,16 @@ impl Api {
             .ok_or_else(|| Error::invalid(format!("evidence {id} is not stored")))?;
         if request.repository.trim().is_empty()
             && let Some(repo) = evidence.repository.as_deref()
-            && Path::new(repo).join(".git").exists()
         {
-            request.repository = repo.to_string();
+            if Path::new(repo).join(".git").exists() {
+                request.repository = repo.to_string();
+            } else if let Some(local) = self.repositories.local_path(repo) {
+                request.repository = local.to_string();
+            } else {
+                return Err(Error::invalid(format!(
+                    "evidence {id} names the repository {repo}, which has no local checkout here; give repository or map it in the investigator's `repositories` setting"
+                )));
+            }
         }
         if request.bad.as_deref().is_none_or(|b| b.trim().is_empty()) {
             request.bad = evidence.commit.clone().filter(|c| !c.is_empty());

@@ -12,6 +12,7 @@ pub mod api;
 pub mod auth;
 pub mod grpc;
 pub mod pipeline;
+pub mod repositories;
 pub mod rest;
 pub mod suggestions;
 
@@ -49,6 +50,9 @@ pub struct Settings {
     /// Start the investigations ingest's failure-group policy suggests
     /// (`<prefix>.evidence.suggested`) when their evidence says how.
     pub auto_investigate: bool,
+    /// Local checkouts of repositories that evidence names by URL
+    /// (`"https://github.com/acme/shop" = "/var/lib/tracelab/repos/shop"`).
+    pub repositories: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for Settings {
@@ -64,6 +68,7 @@ impl Default for Settings {
             sandbox: SandboxSettings::default(),
             tokens: Vec::new(),
             auto_investigate: true,
+            repositories: Default::default(),
         }
     }
 }
@@ -83,6 +88,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         bus: bus.clone(),
         verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
         allowlist: tracelab_fleet::sandbox::engine_config(None, &settings.sandbox)?.allowlist,
+        repositories: repositories::RepositoryMap::new(&settings.repositories),
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
