@@ -392,6 +392,55 @@ fn pytest_junit(s: &Scenario) -> String {
     std::fs::read_to_string(xml).unwrap()
 }
 
+/// `tracelab report`'s payload for the scenario's failing pytest run, naming `repository`.
+fn ci_failure_report(s: &Scenario, repository: &str, job: &str) -> Value {
+    json!({
+        "schema": 1,
+        "repository": repository,
+        "commit": s.head,
+        "branch": "main",
+        "job": {"provider": "local", "id": job, "name": "test"},
+        "reports": [{"path": "junit.xml", "content": pytest_junit(s)}],
+        "environment": {"os": "linux", "arch": "x86_64"},
+        "created_at": 1_780_000_000u64,
+    })
+}
+
+/// Posts a CI failure report to ingest; returns the first evidence id.
+async fn post_ci_failure(fleet: &Fleet, report: &Value) -> String {
+    let answer = fleet
+        .http()
+        .post(format!("{}/v1/ci-failures", fleet.ingest))
+        .json(report)
+        .send()
+        .await
+        .expect("POST /v1/ci-failures");
+    let status = answer.status();
+    let answer: Value = answer.json().await.expect("JSON");
+    assert_eq!(status, 202, "{answer}\n{}", fleet.logs());
+    answer["evidence_ids"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("no evidence id in {answer}"))
+        .to_string()
+}
+
+/// The investigation the failure-group policy started from `evidence_id`.
+async fn started_by_policy(fleet: &Fleet, store: &PgStore, evidence_id: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let started = store.investigations_of_evidence(evidence_id).await.unwrap();
+        if let Some(id) = started.first() {
+            return id.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no investigation started from the suggestion\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
     let Some(b) = backends() else { return };
@@ -401,53 +450,14 @@ async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
     let repository = s.repo.path().display().to_string();
 
     // The CI step (`tracelab report`) posts the test report to ingest.
-    let report = json!({
-        "schema": 1,
-        "repository": repository,
-        "commit": s.head,
-        "branch": "main",
-        "job": {"provider": "local", "id": "1", "name": "test"},
-        "reports": [{"path": "junit.xml", "content": pytest_junit(&s)}],
-        "environment": {"os": "linux", "arch": "x86_64"},
-        "created_at": 1_780_000_000u64,
-    });
-    let answer = fleet
-        .http()
-        .post(format!("{}/v1/ci-failures", fleet.ingest))
-        .json(&report)
-        .send()
-        .await
-        .expect("POST /v1/ci-failures");
-    let status = answer.status();
-    let answer: Value = answer.json().await.expect("JSON");
-    assert_eq!(status, 202, "{answer}\n{}", fleet.logs());
-    let evidence_id = answer["evidence"][0]["id"]
-        .as_str()
-        .or_else(|| answer["evidence_ids"][0].as_str())
-        .unwrap_or_else(|| panic!("no evidence id in {answer}"))
-        .to_string();
+    let evidence_id = post_ci_failure(&fleet, &ci_failure_report(&s, &repository, "1")).await;
 
     // The group is new on a protected branch (main), so ingest's policy
     // suggests an investigation and the investigator starts it by itself,
     // from the evidence alone: the test command, the failing commit and the
     // repository come from what ingest stored.
     let store = store_of(&fleet).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let automatic = loop {
-        let started = store
-            .investigations_of_evidence(&evidence_id)
-            .await
-            .unwrap();
-        if let Some(id) = started.first() {
-            break id.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no investigation started from the suggestion\n{}",
-            fleet.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let automatic = started_by_policy(&fleet, &store, &evidence_id).await;
     // A person can start one from the same evidence through the API, too.
     let manual = fleet
         .submit(json!({"evidence_id": evidence_id, "issue_id": "E2E-EV", "parallelism": 2}))
@@ -574,30 +584,8 @@ async fn evidence_naming_a_repository_url_is_investigated_in_its_mapped_checkout
         ..FleetOptions::default()
     };
     let fleet = Fleet::start(&b, options).await;
-    let report = json!({
-        "schema": 1,
-        "repository": "https://ci-bot:hunter2@git.example.com/acme/calculator.git",
-        "commit": s.head,
-        "branch": "main",
-        "job": {"provider": "local", "id": "2", "name": "test"},
-        "reports": [{"path": "junit.xml", "content": pytest_junit(&s)}],
-        "environment": {"os": "linux", "arch": "x86_64"},
-        "created_at": 1_780_000_100u64,
-    });
-    let answer: Value = fleet
-        .http()
-        .post(format!("{}/v1/ci-failures", fleet.ingest))
-        .json(&report)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let evidence_id = answer["evidence_ids"][0]
-        .as_str()
-        .expect("evidence id")
-        .to_string();
+    let url = "https://ci-bot:hunter2@git.example.com/acme/calculator.git";
+    let evidence_id = post_ci_failure(&fleet, &ci_failure_report(&s, url, "2")).await;
     let store = store_of(&fleet).await;
     let stored = store
         .evidence(&evidence_id)
@@ -609,23 +597,7 @@ async fn evidence_naming_a_repository_url_is_investigated_in_its_mapped_checkout
         Some("https://git.example.com/acme/calculator.git"),
         "credentials are not stored"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let id = loop {
-        if let Some(id) = store
-            .investigations_of_evidence(&evidence_id)
-            .await
-            .unwrap()
-            .first()
-        {
-            break id.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no investigation started\n{}",
-            fleet.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let id = started_by_policy(&fleet, &store, &evidence_id).await;
     let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
     assert_eq!(
         view["state"],
