@@ -52,6 +52,9 @@ pub struct ReportArgs {
     /// Seconds to wait for the server per attempt.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
+    /// Send the body uncompressed (by default it is gzip, `Content-Encoding: gzip`).
+    #[arg(long)]
+    pub no_compress: bool,
 }
 
 /// Runs the step; `server` and `token` are the global `--server`/`--token`.
@@ -70,7 +73,19 @@ pub async fn run(
     let body = fit(report, &limits)?;
     match server {
         Some(server) if !args.dry_run => {
-            send(server, token, body, Duration::from_secs(args.timeout)).await
+            let (body, encoding) = if args.no_compress {
+                (body, None)
+            } else {
+                (gzip(&body)?, Some("gzip"))
+            };
+            send(
+                server,
+                token,
+                body,
+                encoding,
+                Duration::from_secs(args.timeout),
+            )
+            .await
         }
         _ => {
             let value: serde_json::Value = serde_json::from_slice(&body)?;
@@ -335,10 +350,20 @@ impl std::fmt::Display for SendError {
     }
 }
 
+/// Test reports and logs shrink 5–20× with gzip; the body limit applies to
+/// the decompressed size on the server, so compressing only saves transfer.
+fn gzip(body: &[u8]) -> anyhow::Result<Vec<u8>> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(body)?;
+    Ok(encoder.finish()?)
+}
+
 async fn send(
     server: &str,
     token: Option<&str>,
     body: Vec<u8>,
+    content_encoding: Option<&str>,
     timeout: Duration,
 ) -> anyhow::Result<ExitCode> {
     // reqwest is built without a crypto provider (see DEPENDENCIES.md): ring, once.
@@ -355,6 +380,9 @@ async fn send(
             .post(url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.clone());
+        if let Some(encoding) = content_encoding {
+            request = request.header(reqwest::header::CONTENT_ENCODING, encoding);
+        }
         if let Some(t) = token {
             request = request.bearer_auth(t);
         }

@@ -258,6 +258,18 @@ fn server(responses: Vec<&'static str>) -> (String, std::thread::JoinHandle<Vec<
                 .expect("the client sends a Content-Length");
             let mut body = vec![0; len];
             reader.read_exact(&mut body).unwrap();
+            // What the server sees after `Content-Encoding: gzip`.
+            if headers
+                .iter()
+                .any(|(k, v)| k == "content-encoding" && v == "gzip")
+            {
+                let mut plain = Vec::new();
+                flate2::read::GzDecoder::new(&body[..])
+                    .read_to_end(&mut plain)
+                    .unwrap();
+                headers.push(("x-test-wire-bytes".into(), len.to_string()));
+                body = plain;
+            }
             (&stream).write_all(response.as_bytes()).unwrap();
             seen.push(Seen {
                 request_line: request_line.trim_end().to_owned(),
@@ -310,6 +322,13 @@ fn posts_to_the_server_and_honours_retry_after() {
                 .map(|(_, v)| v.as_str())
         };
         assert_eq!(header("content-type"), Some("application/json"));
+        assert_eq!(header("content-encoding"), Some("gzip"));
+        let wire: usize = header("x-test-wire-bytes").unwrap().parse().unwrap();
+        assert!(
+            wire < s.body.len(),
+            "{wire} bytes on the wire for {}",
+            s.body.len()
+        );
         assert_eq!(header("authorization"), Some("Bearer t0ken"));
         let p: Value = serde_json::from_slice(&s.body).unwrap();
         assert_eq!(p["commit"], head.as_str());
@@ -329,9 +348,19 @@ fn a_refusal_that_retrying_cannot_fix_fails_the_step() {
     let (url, server) = server(vec![
         "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large",
     ]);
-    let out = report(dir.path(), &["--log", "ci.log", "--server", &url], &[]);
+    let out = report(
+        dir.path(),
+        &["--log", "ci.log", "--server", &url, "--no-compress"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("413") && err.contains("too large"), "{err}");
-    assert_eq!(server.join().unwrap().len(), 1, "no retry after a 413");
+    let seen = server.join().unwrap();
+    assert_eq!(seen.len(), 1, "no retry after a 413");
+    assert!(
+        seen[0].headers.iter().all(|(k, _)| k != "content-encoding"),
+        "--no-compress sends plain JSON"
+    );
+    let _: Value = serde_json::from_slice(&seen[0].body).unwrap();
 }

@@ -71,3 +71,73 @@ async fn the_cli_against_a_fleet_prints_the_embedded_report() {
     assert_eq!(remote["winner"]["status"], "VERIFIED");
     assert_eq!(remote["state"], "WAITING_FOR_REVIEW");
 }
+
+/// The CI step against the fleet: `tracelab report` collects a real pytest
+/// JUnit report, gzips it and posts it to ingest; then `tracelab --server …
+/// investigate --evidence ID` investigates from it and prints the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tracelab_report_then_investigate_from_the_evidence() {
+    let Some(b) = backends() else { return };
+    let s = scenarios::regression_behind_broken_range();
+    let repo = s.repo.path().to_path_buf();
+    let junit = tempfile::tempdir().unwrap();
+    let xml = junit.path().join("junit.xml");
+    let pytest = Command::new("/usr/bin/python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml"])
+        .arg(&xml)
+        .arg("test_app.py")
+        .current_dir(&repo)
+        .output()
+        .expect("python3 -m pytest");
+    assert_eq!(pytest.status.code(), Some(1), "one failing test");
+    // Not on main: the policy leaves it to a person (no automatic investigation).
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let sent = Command::new(tracelab())
+        .args(["--server", &fleet.ingest, "report", "--dir"])
+        .arg(&repo)
+        .arg("--junit")
+        .arg(&xml)
+        .args(["--branch", "feature/calc"])
+        .output()
+        .expect("tracelab report");
+    assert!(
+        sent.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&sent.stderr),
+        fleet.logs()
+    );
+    let answer: Value = serde_json::from_slice(&sent.stdout).expect("ingest's answer");
+    assert_eq!(answer["failures"], 1, "{answer}");
+    let evidence = answer["evidence_ids"][0].as_str().unwrap().to_string();
+    let api = fleet.api.clone();
+    let repo_arg = repo.display().to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(tracelab())
+            .args([
+                "--server",
+                &api,
+                "--quiet",
+                "investigate",
+                "--repo",
+                &repo_arg,
+            ])
+            .args(["--evidence", &evidence, "--format", "json"])
+            .output()
+            .expect("tracelab investigate --evidence")
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        fleet.logs()
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "regression", "{report}");
+    assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
+    assert_eq!(
+        report["test_command"],
+        "python3 -m pytest -q test_app.py::test_add"
+    );
+}
