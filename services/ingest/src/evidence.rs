@@ -1,4 +1,4 @@
-//! Evidence rows: deterministic ids and the `evidence` table
+//! Evidence rows: deterministic ids and the body stored in the `evidence` table
 //! (migrations/postgres/0002_create_evidence.sql).
 //!
 //! An id is a digest of (kind, source, content digest, failure index): the
@@ -8,8 +8,6 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
-use tracelab_domain::{Error, Result};
 
 /// SHA-256 of a request's (decompressed) content.
 pub fn content_digest(body: &[u8]) -> [u8; 32] {
@@ -45,79 +43,6 @@ pub fn body(failure: &tracelab_ingest::Failure, intake: Value) -> Value {
         map.insert("intake".into(), intake);
     }
     body
-}
-
-/// One row, everything already redacted.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub id: String,
-    pub kind: String,
-    pub source: String,
-    pub repository: Option<String>,
-    pub commit: Option<String>,
-    pub stack_signature: Option<String>,
-    pub error_signature: Option<String>,
-    pub group_key: String,
-    pub body: Value,
-    pub received_at: time::OffsetDateTime,
-}
-
-/// The `evidence` table on the fleet's pool.
-#[derive(Debug, Clone)]
-pub struct Table {
-    pool: PgPool,
-}
-
-fn db_error(what: &str, e: sqlx::Error) -> Error {
-    match e {
-        sqlx::Error::PoolTimedOut => {
-            Error::new(tracelab_domain::ErrorKind::Timeout, format!("{what}: {e}"))
-        }
-        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolClosed => {
-            Error::unavailable(format!("{what}: {e}"))
-        }
-        e => Error::internal(format!("{what}: {e}")),
-    }
-}
-
-impl Table {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
-    }
-
-    /// Stores `row`; `false` when a row with its id exists already.
-    pub async fn insert(&self, row: &Row) -> Result<bool> {
-        let done = sqlx::query(
-            "INSERT INTO evidence (id, kind, source, repository, commit_sha, stack_signature, \
-             error_signature, group_key, body, received_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(&row.id)
-        .bind(&row.kind)
-        .bind(&row.source)
-        .bind(&row.repository)
-        .bind(&row.commit)
-        .bind(&row.stack_signature)
-        .bind(&row.error_signature)
-        .bind(&row.group_key)
-        .bind(sqlx::types::Json(&row.body))
-        .bind(row.received_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| db_error("storing evidence", e))?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    /// Removes a row whose group could not be updated, so the client's retry
-    /// stores and counts it again instead of finding it "already recorded".
-    pub async fn remove(&self, id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM evidence WHERE id = $1")
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| db_error("removing uncounted evidence", e))?;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! [`Permit`] lives until the last publish.
 
 use crate::body::{self, LogEncoding};
-use crate::evidence::{self, Row};
+use crate::evidence;
 use crate::rejection::{Rejection, ingest_error};
 use bytes::Bytes;
 use serde::Serialize;
@@ -20,10 +20,10 @@ use tracelab_ingest::intake::{Admission, IntakeLimits, Permit, Refusal, SourceLi
 use tracelab_ingest::otlp::{self, OtlpLogs};
 use tracelab_ingest::{
     CiFailureReport, Decision, DetectedFormat, Failure, Observation, Occurrence, ParseOptions,
-    Policy, Reason, Redactor, Trigger, parse, parse_ci_report, parse_log_records, triage,
+    Policy, Reason, Redactor, Trigger, parse, parse_ci_report, parse_log_records,
 };
 use tracelab_proto::events::v1::{EvidenceRecorded, InvestigationSuggested};
-use tracelab_store::{PgGroupStore, PgStore};
+use tracelab_store::{NewEvidence, PgGroupStore, PgStore};
 
 /// What [`Ingest`] is built from (see `intake_parts` in lib.rs).
 pub struct Parts {
@@ -92,7 +92,6 @@ struct Batch {
 }
 
 pub struct Ingest {
-    evidence: evidence::Table,
     groups: PgGroupStore,
     bus: Arc<dyn Bus>,
     options: Arc<ParseOptions>,
@@ -131,7 +130,6 @@ fn reason_name(r: &Reason) -> &'static str {
 impl Ingest {
     pub fn new(store: PgStore, bus: Arc<dyn Bus>, parts: Parts) -> Self {
         Self {
-            evidence: evidence::Table::new(store.pool().clone()),
             groups: PgGroupStore::new(store.pool().clone()),
             bus,
             options: Arc::new(parts.options),
@@ -298,7 +296,7 @@ impl Ingest {
                 batch.commit.as_deref(),
                 batch.branch.as_deref(),
             );
-            let row = Row {
+            let row = NewEvidence {
                 id: id.clone(),
                 kind: batch.kind.to_owned(),
                 source: source.clone(),
@@ -318,33 +316,29 @@ impl Ingest {
                 ),
                 received_at: received,
             };
-            let outcome = if self.evidence.insert(&row).await? {
-                summary.stored += 1;
-                match triage(&self.groups, &self.policy, &occ, &Trigger::Automatic, now).await {
-                    Ok((group, obs, decision)) => {
-                        if let Decision::Investigate { reason } = &decision {
-                            self.suggest(&batch, &id, &occ, reason, group.count).await?;
-                        }
-                        GroupOutcome {
-                            key: occ.key.0.clone(),
-                            observation: observation_name(&obs),
-                            decision: Some(decision),
-                        }
+            // The row, its group count and the policy's mark commit together.
+            let recorded = self
+                .groups
+                .record_evidence(&row, &occ, &self.policy, &Trigger::Automatic, now)
+                .await
+                .map_err(ingest_error)?;
+            let outcome = match recorded {
+                Some((group, obs, decision)) => {
+                    summary.stored += 1;
+                    if let Decision::Investigate { reason } = &decision {
+                        self.suggest(&batch, &id, &occ, reason, group.count).await?;
                     }
-                    Err(e) => {
-                        // Not counted: forget the row so a retry counts it.
-                        if let Err(r) = self.evidence.remove(&id).await {
-                            tracing::error!(evidence = %id, error = %r, "evidence stored but not counted in its group");
-                        }
-                        return Err(ingest_error(e).into());
+                    GroupOutcome {
+                        key: occ.key.0.clone(),
+                        observation: observation_name(&obs),
+                        decision: Some(decision),
                     }
                 }
-            } else {
-                GroupOutcome {
+                None => GroupOutcome {
                     key: occ.key.0.clone(),
                     observation: "already_recorded",
                     decision: None,
-                }
+                },
             };
             let event = EvidenceRecorded {
                 evidence_id: id.clone(),

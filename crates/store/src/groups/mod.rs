@@ -11,9 +11,11 @@
 
 mod columns;
 pub mod conformance;
+mod evidence;
 mod postgres;
 mod sqlite;
 
+pub use evidence::NewEvidence;
 pub use postgres::PgGroupStore;
 pub use sqlite::SqliteGroupStore;
 

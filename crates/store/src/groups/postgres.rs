@@ -23,7 +23,7 @@ pub struct PgGroupStore {
 }
 
 /// sqlx errors through the store's one PostgreSQL mapping, onto ingest's kinds.
-fn db_error(e: sqlx::Error) -> Error {
+pub(super) fn db_error(e: sqlx::Error) -> Error {
     super::domain_error(crate::pg_error::db_error(e))
 }
 
@@ -139,6 +139,45 @@ impl PgGroupStore {
         Ok(())
     }
 
+    /// Counts `occ` in its group inside `tx`, the group row locked until
+    /// the commit. A new group is inserted (and needs no save); an existing
+    /// one is observed and must be saved by the caller.
+    pub(super) async fn observe_locked(
+        tx: &mut Transaction<'_, Postgres>,
+        occ: &Occurrence,
+    ) -> Result<(FailureGroup, Observation)> {
+        let mut g = match Self::lock(tx, &occ.key).await? {
+            Some(g) => g,
+            None => {
+                let g = FailureGroup::new(occ);
+                if Self::insert(tx, &g).await? {
+                    return Ok((g, Observation::New));
+                }
+                // Another writer created it after our SELECT; its row is committed now.
+                Self::lock(tx, &occ.key).await?.ok_or_else(|| {
+                    Error::Internal(format!(
+                        "failure group {} vanished while recording",
+                        occ.key
+                    ))
+                })?
+            }
+        };
+        let obs = g.observe(occ);
+        Ok((g, obs))
+    }
+
+    /// Writes `g` back inside `tx`.
+    pub(super) async fn save_locked(
+        tx: &mut Transaction<'_, Postgres>,
+        g: &FailureGroup,
+    ) -> Result<()> {
+        Self::save(tx, g).await
+    }
+
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// Locks an existing group, applies `change`, saves it.
     async fn update(
         &self,
@@ -160,26 +199,10 @@ impl PgGroupStore {
 impl GroupStore for PgGroupStore {
     async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let existing = match Self::lock(&mut tx, &occ.key).await? {
-            Some(g) => g,
-            None => {
-                let g = FailureGroup::new(occ);
-                if Self::insert(&mut tx, &g).await? {
-                    tx.commit().await.map_err(db_error)?;
-                    return Ok((g, Observation::New));
-                }
-                // Another writer created it after our SELECT; its row is committed now.
-                Self::lock(&mut tx, &occ.key).await?.ok_or_else(|| {
-                    Error::Internal(format!(
-                        "failure group {} vanished while recording",
-                        occ.key
-                    ))
-                })?
-            }
-        };
-        let mut g = existing;
-        let obs = g.observe(occ);
-        Self::save(&mut tx, &g).await?;
+        let (g, obs) = Self::observe_locked(&mut tx, occ).await?;
+        if obs != Observation::New {
+            Self::save(&mut tx, &g).await?;
+        }
         tx.commit().await.map_err(db_error)?;
         Ok((g, obs))
     }
