@@ -29,7 +29,7 @@ mod pipeline;
 mod postgres;
 mod sqlite;
 
-pub use groups::{NewEvidence, PgGroupStore, SqliteGroupStore};
+pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};
 pub use idempotency::record_once;
 pub use pipeline::{
     ArbitrationInput, EvidenceRow, GroupInvestigation, InvestigationRow, ProposalRecord,

@@ -1,13 +1,14 @@
 //! `PgGroupStore::record_evidence`: the evidence row, the group count and
 //! the policy's mark in one transaction, against a real PostgreSQL. A retry
-//! of the same evidence id changes nothing.
+//! of the same evidence id changes nothing but hands back the suggestion
+//! the policy made, so a lost publish can be repeated.
 
 mod common;
 
 use tracelab_ingest::{
     Decision, FailureKind, GroupKey, GroupStore, Language, Observation, Occurrence, Policy, Trigger,
 };
-use tracelab_store::{NewEvidence, PgGroupStore, PgOptions};
+use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgOptions, Suggested};
 
 fn occurrence(at: i64, commit: &str) -> Occurrence {
     Occurrence {
@@ -37,6 +38,17 @@ fn evidence(id: &str, occ: &Occurrence) -> NewEvidence {
     }
 }
 
+fn recorded(outcome: EvidenceOutcome) -> (tracelab_ingest::FailureGroup, Observation, Decision) {
+    match outcome {
+        EvidenceOutcome::Recorded {
+            group,
+            observation,
+            decision,
+        } => (*group, observation, decision),
+        other => panic!("expected new evidence, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn evidence_and_its_group_are_recorded_together_and_once() {
     let Some(url) = common::backend("TRACELAB_TEST_POSTGRES") else {
@@ -51,18 +63,20 @@ async fn evidence_and_its_group_are_recorded_together_and_once() {
     let first = occurrence(1_000, "c1");
 
     // New on a protected branch: stored, counted, and marked for investigation.
-    let (group, observation, decision) = store
-        .record_evidence(
-            &evidence("ev-1", &first),
-            &first,
-            &policy,
-            &Trigger::Automatic,
-            1_000,
-        )
-        .await
-        .unwrap()
-        .expect("new evidence");
+    let (group, observation, decision) = recorded(
+        store
+            .record_evidence(
+                &evidence("ev-1", &first),
+                &first,
+                &policy,
+                &Trigger::Automatic,
+                1_000,
+            )
+            .await
+            .unwrap(),
+    );
     assert_eq!(observation, Observation::New);
+    let decision_first = decision.clone();
     assert!(
         matches!(decision, Decision::Investigate { .. }),
         "{decision:?}"
@@ -82,22 +96,35 @@ async fn evidence_and_its_group_are_recorded_together_and_once() {
         )
         .await
         .unwrap();
-    assert!(again.is_none());
+    let Decision::Investigate { reason } = &decision_first else {
+        unreachable!()
+    };
+    assert_eq!(
+        again,
+        EvidenceOutcome::Seen {
+            suggested: Some(Suggested {
+                reason: reason.clone(),
+                count: 1
+            })
+        },
+        "a retry gets the suggestion back to publish again"
+    );
     assert_eq!(store.get(&first.key).await.unwrap().unwrap(), stored);
 
     // New evidence of the same group: a recurrence, investigated recently, so skipped.
     let second = occurrence(2_000, "c2");
-    let (group, observation, decision) = store
-        .record_evidence(
-            &evidence("ev-2", &second),
-            &second,
-            &policy,
-            &Trigger::Automatic,
-            2_000,
-        )
-        .await
-        .unwrap()
-        .expect("new evidence");
+    let (group, observation, decision) = recorded(
+        store
+            .record_evidence(
+                &evidence("ev-2", &second),
+                &second,
+                &policy,
+                &Trigger::Automatic,
+                2_000,
+            )
+            .await
+            .unwrap(),
+    );
     assert_eq!(observation, Observation::Recurrence);
     assert!(matches!(decision, Decision::Skip { .. }), "{decision:?}");
     assert_eq!(group.count, 2);

@@ -23,7 +23,7 @@ use tracelab_ingest::{
     Policy, Reason, Redactor, Trigger, parse, parse_ci_report, parse_log_records,
 };
 use tracelab_proto::events::v1::{EvidenceRecorded, InvestigationSuggested};
-use tracelab_store::{NewEvidence, PgGroupStore, PgStore};
+use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgStore};
 
 /// What [`Ingest`] is built from (see `intake_parts` in lib.rs).
 pub struct Parts {
@@ -323,22 +323,33 @@ impl Ingest {
                 .await
                 .map_err(ingest_error)?;
             let outcome = match recorded {
-                Some((group, obs, decision)) => {
+                EvidenceOutcome::Recorded {
+                    group,
+                    observation,
+                    decision,
+                } => {
                     summary.stored += 1;
                     if let Decision::Investigate { reason } = &decision {
                         self.suggest(&batch, &id, &occ, reason, group.count).await?;
                     }
                     GroupOutcome {
                         key: occ.key.0.clone(),
-                        observation: observation_name(&obs),
+                        observation: observation_name(&observation),
                         decision: Some(decision),
                     }
                 }
-                None => GroupOutcome {
-                    key: occ.key.0.clone(),
-                    observation: "already_recorded",
-                    decision: None,
-                },
+                EvidenceOutcome::Seen { suggested } => {
+                    // The first attempt may have stopped before publishing
+                    // its suggestion; the message id makes a repeat harmless.
+                    if let Some(s) = &suggested {
+                        self.suggest(&batch, &id, &occ, &s.reason, s.count).await?;
+                    }
+                    GroupOutcome {
+                        key: occ.key.0.clone(),
+                        observation: "already_recorded",
+                        decision: None,
+                    }
+                }
             };
             let event = EvidenceRecorded {
                 evidence_id: id.clone(),

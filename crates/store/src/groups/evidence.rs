@@ -3,13 +3,39 @@
 //! investigate — the group marked, or none of it. A crash anywhere before
 //! the commit leaves nothing behind, so the retry (same deterministic
 //! evidence id) does all of it; after the commit the retry finds the row and
-//! changes nothing. No occurrence is lost or counted twice.
+//! changes nothing. No occurrence is lost or counted twice. When the policy
+//! asks for an investigation, the row keeps the suggestion, so a retry after
+//! a lost publish can send it again (an outbox of one).
 
 use super::postgres::{PgGroupStore, db_error};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sqlx::Row;
 use tracelab_ingest::{
-    Decision, FailureGroup, Observation, Occurrence, Policy, Result, Trigger, decide,
+    Decision, FailureGroup, Observation, Occurrence, Policy, Reason, Result, Trigger, decide,
 };
+
+/// What recording a piece of evidence did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvidenceOutcome {
+    /// Stored now and counted in its group.
+    Recorded {
+        group: Box<FailureGroup>,
+        observation: Observation,
+        decision: Decision,
+    },
+    /// Stored before (a retry): nothing changed. `suggested` is the
+    /// investigation the policy asked for then, to publish again.
+    Seen { suggested: Option<Suggested> },
+}
+
+/// The policy's request for an investigation, kept with the evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suggested {
+    pub reason: Reason,
+    /// The group's count when it was asked.
+    pub count: u64,
+}
 
 /// A row of the `evidence` table, everything already redacted.
 #[derive(Debug, Clone)]
@@ -28,8 +54,7 @@ pub struct NewEvidence {
 }
 
 impl PgGroupStore {
-    /// Stores `evidence` and triages `occ` with `policy` in one
-    /// transaction. `None` when the evidence was stored before (a retry).
+    /// Stores `evidence` and triages `occ` with `policy` in one transaction.
     pub async fn record_evidence(
         &self,
         evidence: &NewEvidence,
@@ -37,7 +62,7 @@ impl PgGroupStore {
         policy: &Policy,
         trigger: &Trigger,
         now: i64,
-    ) -> Result<Option<(FailureGroup, Observation, Decision)>> {
+    ) -> Result<EvidenceOutcome> {
         let mut tx = self.pool().begin().await.map_err(db_error)?;
         let stored = sqlx::query(
             "INSERT INTO evidence (id, kind, source, repository, commit_sha, stack_signature, \
@@ -58,15 +83,37 @@ impl PgGroupStore {
         .await
         .map_err(db_error)?;
         if stored.rows_affected() == 0 {
-            return Ok(None);
+            let row = sqlx::query("SELECT suggestion FROM evidence WHERE id = $1")
+                .bind(&evidence.id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            let suggested = row
+                .get::<Option<sqlx::types::Json<Suggested>>, _>(0)
+                .map(|j| j.0);
+            return Ok(EvidenceOutcome::Seen { suggested });
         }
         let (mut group, observation) = Self::observe_locked(&mut tx, occ).await?;
         let decision = decide(policy, &group, &observation, occ, trigger, now);
         if let Decision::Investigate { reason } = &decision {
             group.mark_investigation(now, reason.clone());
+            let suggested = Suggested {
+                reason: reason.clone(),
+                count: group.count,
+            };
+            sqlx::query("UPDATE evidence SET suggestion = $2 WHERE id = $1")
+                .bind(&evidence.id)
+                .bind(sqlx::types::Json(&suggested))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
         }
         Self::save_locked(&mut tx, &group).await?;
         tx.commit().await.map_err(db_error)?;
-        Ok(Some((group, observation, decision)))
+        Ok(EvidenceOutcome::Recorded {
+            group: Box::new(group),
+            observation,
+            decision,
+        })
     }
 }

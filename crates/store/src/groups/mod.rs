@@ -15,7 +15,7 @@ mod evidence;
 mod postgres;
 mod sqlite;
 
-pub use evidence::NewEvidence;
+pub use evidence::{EvidenceOutcome, NewEvidence, Suggested};
 pub use postgres::PgGroupStore;
 pub use sqlite::SqliteGroupStore;
 
