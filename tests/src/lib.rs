@@ -374,3 +374,25 @@ pub fn signal(pid: u32, sig: &str) {
         .arg(pid.to_string())
         .status();
 }
+
+/// The JUnit XML of a real pytest run of `test_app.py` in `repo` (the
+/// calculator scenarios), which must report one failure. Debian's python3
+/// with python3-pytest, as the services' sandboxes use.
+pub fn pytest_junit(repo: &std::path::Path) -> String {
+    let out = tempfile::tempdir().expect("temp dir");
+    let xml = out.path().join("junit.xml");
+    let run = Command::new("/usr/bin/python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml"])
+        .arg(&xml)
+        .arg("test_app.py")
+        .current_dir(repo)
+        .output()
+        .expect("python3 -m pytest (Debian's python3-pytest)");
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "pytest should report one failure: {}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    std::fs::read_to_string(xml).expect("the JUnit report")
+}

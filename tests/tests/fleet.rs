@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::RwLock;
 use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message, Topology};
 use tracelab_domain::ids::HypothesisId;
-use tracelab_e2e::{Backends, Fleet, FleetOptions, backends};
+use tracelab_e2e::{Backends, Fleet, FleetOptions, backends, pytest_junit};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_store::{PgOptions, PgStore, SqliteStore};
@@ -372,26 +372,6 @@ async fn a_postgres_restart_mid_investigation_loses_nothing() {
     survives_restart(&b, "restart-postgres").await;
 }
 
-/// The JUnit report of a real pytest run of the calculator's test at HEAD.
-fn pytest_junit(s: &Scenario) -> String {
-    let out = tempfile::tempdir().unwrap();
-    let xml = out.path().join("junit.xml");
-    let run = std::process::Command::new("/usr/bin/python3")
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml"])
-        .arg(&xml)
-        .arg("test_app.py")
-        .current_dir(s.repo.path())
-        .output()
-        .expect("python3 -m pytest (Debian's python3-pytest)");
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "pytest should report one failure: {}",
-        String::from_utf8_lossy(&run.stdout)
-    );
-    std::fs::read_to_string(xml).unwrap()
-}
-
 /// `tracelab report`'s payload for the scenario's failing pytest run, naming `repository`.
 fn ci_failure_report(s: &Scenario, repository: &str, job: &str) -> Value {
     json!({
@@ -400,7 +380,7 @@ fn ci_failure_report(s: &Scenario, repository: &str, job: &str) -> Value {
         "commit": s.head,
         "branch": "main",
         "job": {"provider": "local", "id": job, "name": "test"},
-        "reports": [{"path": "junit.xml", "content": pytest_junit(s)}],
+        "reports": [{"path": "junit.xml", "content": pytest_junit(s.repo.path())}],
         "environment": {"os": "linux", "arch": "x86_64"},
         "created_at": 1_780_000_000u64,
     })
@@ -504,7 +484,7 @@ async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
     let located = indexer
         .locate(LocateRequest {
             repository: repository.clone(),
-            evidence: pytest_junit(&s),
+            evidence: pytest_junit(s.repo.path()),
             rev: String::new(),
             top: 5,
             ..Default::default()

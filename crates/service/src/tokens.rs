@@ -16,15 +16,6 @@ pub struct NamedToken {
     pub token: String,
 }
 
-impl<T> TokenTable<T> {
-    /// No tokens: an open service.
-    pub fn open() -> Self {
-        Self {
-            by_digest: Arc::new(HashMap::new()),
-        }
-    }
-}
-
 impl TokenTable<String> {
     /// Each token stands for its owner's name.
     pub fn named(what: &str, tokens: &[NamedToken]) -> Result<Self> {
@@ -48,7 +39,9 @@ pub struct TokenTable<T> {
 
 impl<T> Default for TokenTable<T> {
     fn default() -> Self {
-        Self::open()
+        Self {
+            by_digest: Arc::new(HashMap::new()),
+        }
     }
 }
 

@@ -23,9 +23,9 @@ pub async fn suspects(
     let Some(output) = classification.baseline_output.clone() else {
         return Ok(Vec::new());
     };
-    let workspace = ctx.pool.workspace();
-    let output = relative_to_worktrees(&output, &workspace.root().to_string_lossy());
-    let repo = workspace.git().path().to_path_buf();
+    // Frames name files in a probe worktree (`<root>/probe-0/app.py`); the
+    // index maps them to repository files by their longest matching suffix.
+    let repo = ctx.pool.workspace().git().path().to_path_buf();
     let bad = ctx.bad.clone();
     ctx.progress
         .report("code-path: locating the failure in the code");
@@ -67,34 +67,4 @@ pub async fn suspects(
                 .collect(),
         })
         .collect())
-}
-
-/// The run happened in a probe worktree (`<root>/<probe>/…`); its paths are
-/// made repository-relative so they name the repository's files.
-fn relative_to_worktrees(output: &str, root: &str) -> String {
-    let prefix = format!("{}/", root.trim_end_matches('/'));
-    let mut out = String::with_capacity(output.len());
-    let mut rest = output;
-    while let Some(at) = rest.find(&prefix) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + prefix.len()..];
-        // Skip the worktree's own folder name.
-        rest = after.find('/').map_or(after, |slash| &after[slash + 1..]);
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::relative_to_worktrees;
-
-    #[test]
-    fn worktree_paths_become_repository_relative() {
-        let output = "  File \"/tmp/tl-x/probe-0/pkg/a.py\", line 3\n  File \"/usr/lib/python3/x.py\"\n/tmp/tl-x/probe-12/b.py:4";
-        assert_eq!(
-            relative_to_worktrees(output, "/tmp/tl-x"),
-            "  File \"pkg/a.py\", line 3\n  File \"/usr/lib/python3/x.py\"\nb.py:4"
-        );
-    }
 }

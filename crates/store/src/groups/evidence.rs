@@ -108,7 +108,7 @@ impl PgGroupStore {
                 .await
                 .map_err(db_error)?;
         }
-        Self::save_locked(&mut tx, &group).await?;
+        Self::save(&mut tx, &group).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(EvidenceOutcome::Recorded {
             group: Box::new(group),

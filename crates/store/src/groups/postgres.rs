@@ -113,7 +113,7 @@ impl PgGroupStore {
     }
 
     /// Writes back every column the model may change (the row is locked).
-    async fn save(tx: &mut Transaction<'_, Postgres>, g: &FailureGroup) -> Result<()> {
+    pub(super) async fn save(tx: &mut Transaction<'_, Postgres>, g: &FailureGroup) -> Result<()> {
         let c = Columns::from_group(g)?;
         sqlx::query(
             "UPDATE failure_groups SET first_seen = $2, last_seen = $3, count = $4, commits = $5, \
@@ -164,14 +164,6 @@ impl PgGroupStore {
         };
         let obs = g.observe(occ);
         Ok((g, obs))
-    }
-
-    /// Writes `g` back inside `tx`.
-    pub(super) async fn save_locked(
-        tx: &mut Transaction<'_, Postgres>,
-        g: &FailureGroup,
-    ) -> Result<()> {
-        Self::save(tx, g).await
     }
 
     pub(super) fn pool(&self) -> &PgPool {
