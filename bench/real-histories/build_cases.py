@@ -224,8 +224,9 @@ def case_specs(p: Project, n: int, revertible) -> list[CaseSpec]:
             specs.append(CaseSpec(kind, c, neighbour_after=c + 6))
         elif kind == "untestable":
             c = near(int(n * 0.71))
-            specs.append(CaseSpec(kind, c, broken_range=(int(n * 0.30), int(n * 0.48)),
-                                  neighbour_after=c + 4))
+            # Just before C, where bisection's last probes land: a range far
+            # from C is often never probed and would test nothing.
+            specs.append(CaseSpec(kind, c, broken_range=(c - 14, c - 2), neighbour_after=c + 4))
         elif kind == "test-edit":
             c = near(int(n * 0.47))
             specs.append(CaseSpec(kind, c, test_edit=True, neighbour_after=c + 5))

@@ -67,7 +67,8 @@ def run_git_bisect(case: dict, clone: Path, env: dict) -> dict:
     wall = time.monotonic() - start
     out = proc.stdout + proc.stderr
     named = re.search(r"^([0-9a-f]{40}) is the first bad commit", out, re.M)
-    steps = len(re.findall(r"^running ", out, re.M))
+    # git prints "running  'prog' 'arg' ..." per step; cargo's "running 10 tests" must not count.
+    steps = len(re.findall(r"^running\s+'?" + re.escape(case["argv"][0]) + r"\b", out, re.M))
     return {
         "named": named.group(1) if named else None,
         "right": bool(named) and named.group(1) == case["culprit"],
@@ -109,6 +110,11 @@ def run_tracelab(case: dict, clone: Path, env: dict, binary: Path, db: Path) -> 
     announced = next(((t, line) for t, line in lines if CULPRIT_LINE.search(line)), None)
     result["culprit_line"] = announced[1] if announced else None
     result["culprit_s"] = round(announced[0], 2) if announced else None
+    # The search alone, from its first round to the announcement (reproduction
+    # and the code index come before it).
+    search_start = next((t for t, line in lines if "culprit search round 1" in line), None)
+    result["search_s"] = (round(announced[0] - search_start, 2)
+                          if announced and search_start is not None else None)
     try:
         report = json.loads(stdout)
     except json.JSONDecodeError:
@@ -182,18 +188,23 @@ def ratio(a, b):
 def table(rows: list[dict]) -> str:
     """The per-case Markdown table used in docs/benchmarks.md."""
     head = ("| case | commits | culprit at | bisect run: steps / wall / right | TraceLab: culprit at / end / right "
-            "| culprit ÷ bisect | end ÷ bisect | verdict | fix VERIFIED | patch touches tests |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+            "| search ÷ bisect | culprit ÷ bisect | end ÷ bisect | verdict | fix VERIFIED | patch touches tests |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
     out = []
     for r in rows:
         b, t = r["bisect_run"], r["tracelab"]
         out.append(
             f"| {r['id']} | {r['commits']} | {r['culprit_position']} "
-            f"| {b['steps']} / {b['wall_s']:.1f} s / {'yes' if b['right'] else 'NO'} "
-            f"| {fmt_s(t.get('culprit_s'))} / {t['wall_s']:.1f} s / {'yes' if t.get('right') else 'NO'} "
-            f"| {fmt(r['culprit_ratio'])} | {fmt(r['end_ratio'])} | {t.get('verdict', 'error')} "
+            f"| {b['steps']} / {b['wall_s']:.1f} s / {right(b['right'], b.get('named_position'))} "
+            f"| {fmt_s(t.get('culprit_s'))} / {t['wall_s']:.1f} s / {right(t.get('right'), t.get('culprit_position'))} "
+            f"| {fmt(r['search_ratio'])} | {fmt(r['culprit_ratio'])} | {fmt(r['end_ratio'])} | {t.get('verdict', 'error')} "
             f"| {'yes' if t.get('verified') else 'no'} | {'YES' if t.get('patch_touches_tests') else 'no'} |")
     return head + "\n".join(out)
+
+
+def right(ok, pos):
+    """"yes", or where the wrong answer landed ("NO (71)"; "NO (none)" without an answer)."""
+    return "yes" if ok else f"NO ({'none' if pos is None else pos})"
 
 
 def fmt(x):
@@ -213,8 +224,10 @@ def summary(rows: list[dict]) -> dict:
     flaky = [r for r in rows if r["kind"] == "flaky"]
     cr = [r["culprit_ratio"] for r in rows if r["culprit_ratio"] is not None]
     er = [r["end_ratio"] for r in rows if r["end_ratio"] is not None]
+    sr = [r["search_ratio"] for r in rows if r["search_ratio"] is not None]
     return {
         "cases": len(rows),
+        "search_over_bisect_median": round(statistics.median(sr), 2) if sr else None,
         "culprit_over_bisect_mean": round(statistics.mean(cr), 2) if cr else None,
         "culprit_over_bisect_median": round(statistics.median(cr), 2) if cr else None,
         "end_over_bisect_mean": round(statistics.mean(er), 2) if er else None,
@@ -244,7 +257,11 @@ def run_case(case: dict, env: dict, binary: Path, scratch: Path) -> dict:
         bisect = run_git_bisect(case, fresh_clone(case, tmp, "bisect"), env)
         print(f"   git bisect run: {bisect['steps']} steps, {bisect['wall_s']} s, "
               f"{'right' if bisect['right'] else 'WRONG ' + str(bisect['named'])}", file=sys.stderr)
-        tl = run_tracelab(case, fresh_clone(case, tmp, "tracelab"), env, binary, scratch / "tracelab.db")
+        clone = fresh_clone(case, tmp, "tracelab")
+        order = git_order(clone, case["bad"])
+        tl = run_tracelab(case, clone, env, binary, scratch / "tracelab.db")
+        bisect["named_position"] = position(order, bisect["named"])
+        tl["culprit_position"] = position(order, tl.get("culprit"))
         print(f"   tracelab: culprit at {tl.get('culprit_s')} s, end {tl['wall_s']} s, "
               f"{'right' if tl.get('right') else 'WRONG ' + str(tl.get('culprit'))}, verdict {tl.get('verdict')}, "
               f"verified {tl.get('verified')}, patch {tl.get('patch_files')}", file=sys.stderr)
@@ -252,9 +269,23 @@ def run_case(case: dict, env: dict, binary: Path, scratch: Path) -> dict:
         "id": case["id"], "kind": case["kind"], "project": case["project"],
         "commits": case["commits"], "culprit_position": case["culprit_position"],
         "expected": case["culprit"], "bisect_run": bisect, "tracelab": tl,
+        "search_ratio": ratio(tl.get("search_s"), bisect["wall_s"]),
         "culprit_ratio": ratio(tl.get("culprit_s"), bisect["wall_s"]),
         "end_ratio": ratio(tl["wall_s"], bisect["wall_s"]),
     }
+
+
+def git_order(clone: Path, bad: str) -> list[str]:
+    """The case's commits oldest first, to say where a wrong answer landed."""
+    out = subprocess.run(["git", "-C", str(clone), "rev-list", "--first-parent", "--reverse", bad],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def position(order: list[str], sha: str | None) -> int | None:
+    if not sha:
+        return None
+    return next((i for i, c in enumerate(order) if same_commit(sha, c)), None)
 
 
 def main() -> int:
