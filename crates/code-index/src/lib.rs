@@ -27,6 +27,11 @@
 //! coverage, which `locate` then reports as the *spectrum* component;
 //! [`repro`] is the Repro Pack that lets the failure be run again.
 //!
+//! **Undoing a culprit** ([`symbol_revert`]): when a whole-commit revert
+//! conflicts with later edits, [`restore_symbols`] puts back only the
+//! definitions the culprit changed, matched by qualified name across the
+//! culprit's parent, the culprit and the current revision.
+//!
 //! Partial results are data: a file that does not parse still yields what
 //! was understood plus [`model::Diagnostic`]s. Errors are [`Error`], one
 //! [`ErrorKind`] each.
@@ -50,6 +55,7 @@ pub mod repro;
 pub mod sbfl;
 pub mod score;
 pub mod snapshot;
+pub mod symbol_revert;
 pub mod tokenize;
 pub mod vector;
 
@@ -59,3 +65,4 @@ pub use lang::Language;
 pub use locate::{LocateOptions, Locations, Locator, locate};
 pub use model::{CallEdge, Symbol, SymbolId, SymbolKind};
 pub use snapshot::Snapshot;
+pub use symbol_revert::{FileVersions, Restored, changed_symbols, restore_symbols};
