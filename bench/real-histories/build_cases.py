@@ -327,7 +327,9 @@ def build_chain(work: Path, p: Project, spec: CaseSpec, window: list[Original],
 def bench_env() -> dict:
     """PATH with the pinned Rust toolchain and the system python3 first (no version-manager shims)."""
     path = os.pathsep.join([*PROJECT_PATH_PREFIX, "/usr/local/bin", "/usr/bin", "/bin"])
-    return dict(os.environ, PATH=path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PATH"] = path
+    return env
 
 
 PROJECT_PATH_PREFIX: list[str] = []

@@ -38,7 +38,11 @@ SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 
 
 def bench_env(path_prefix: list[str]) -> dict:
-    return dict(os.environ, PATH=os.pathsep.join([*path_prefix, "/usr/local/bin", "/usr/bin", "/bin"]))
+    """Our PATH; no PYTHON* variables (this session sets PYTHONDONTWRITEBYTECODE, which
+    TraceLab's sandbox clears; `git bisect run` should not get different Python behaviour)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PATH"] = os.pathsep.join([*path_prefix, "/usr/local/bin", "/usr/bin", "/bin"])
+    return env
 
 
 def fresh_clone(case: dict, parent: Path, name: str) -> Path:
