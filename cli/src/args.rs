@@ -145,6 +145,16 @@ pub struct RunOptions {
     /// Re-runs used to classify a flaky test (default 50, at most 100).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_runs: u32,
+    /// Probes run each revision's own tests, instead of the bad revision's
+    /// failing test files laid over each probe's source (the default).
+    #[arg(long)]
+    pub tests_at_revision: bool,
+    /// Hypotheses per investigation.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_hypotheses: usize,
+    /// Fix candidates verified per hypothesis (candidates that do not apply do not count).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub max_patch_attempts: usize,
     #[arg(long, value_enum, default_value_t = SandboxKind::Local)]
     pub sandbox: SandboxKind,
     /// Image for `--sandbox docker` (default tracelab-sandbox-base:bookworm, see deploy/sandbox/).

@@ -75,6 +75,9 @@ fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
     }
     config.command_timeout = Duration::from_secs(run.timeout);
     config.sequential.max_runs = run.max_runs;
+    config.tests_at_revision = run.tests_at_revision;
+    config.max_hypotheses = run.max_hypotheses;
+    config.max_patch_attempts = run.max_patch_attempts;
     config.allowlist.programs.extend(run.allow.iter().cloned());
     config.validate()?;
     Ok(config)

@@ -76,6 +76,11 @@ impl Remote {
                 "--sandbox, --image, --recipe and --allow are the fleet's settings; leave them out with --server"
             );
         }
+        if run.tests_at_revision || run.max_hypotheses != 3 || run.max_patch_attempts != 2 {
+            bail!(
+                "--tests-at-revision, --max-hypotheses and --max-patch-attempts are not yet settings of the fleet's API; leave them out with --server"
+            );
+        }
         let repo = std::path::absolute(&args.repo).context("repository path")?;
         let mut body = json!({
             "repository": repo.display().to_string(),

@@ -388,10 +388,16 @@ pub fn pytest_junit(repo: &std::path::Path) -> String {
         .current_dir(repo)
         .output()
         .expect("python3 -m pytest (Debian's python3-pytest)");
+    // Exit code 1 is also what python3 says when pytest is missing.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !stderr.contains("No module named pytest"),
+        "Debian's python3 has no pytest (apt-get install python3-pytest)"
+    );
     assert_eq!(
         run.status.code(),
         Some(1),
-        "pytest should report one failure: {}",
+        "pytest should report one failure: {}{stderr}",
         String::from_utf8_lossy(&run.stdout)
     );
     std::fs::read_to_string(xml).expect("the JUnit report")

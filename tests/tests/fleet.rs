@@ -133,8 +133,9 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
     );
     assert_eq!(
         report["culprit"]["commit"],
-        local.culprit.as_ref().unwrap().commit
+        local.culprit.as_ref().unwrap().commit.commit
     );
+    assert_eq!(report["culprit"]["verified"], true, "{report}");
     let kinds = |hs: &[Value]| -> Vec<(String, String)> {
         hs.iter()
             .map(|h| (h["kind"].to_string(), h["status"].to_string()))

@@ -16,6 +16,7 @@ pub mod error;
 pub mod experiment;
 pub mod hypothesis;
 pub mod ids;
+pub mod oracle;
 pub mod patch;
 pub mod ports;
 pub mod report;

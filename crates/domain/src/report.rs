@@ -12,8 +12,35 @@ use std::fmt::Write as _;
 /// Timestamps in reports and transitions.
 pub type Timestamp = time::OffsetDateTime;
 
-/// `{commit, summary}` plus who and when.
-pub type Culprit = CommitInfo;
+/// The commit the culprit search found, always reported once found with
+/// confidence, whether or not a fix for it was verified: a reviewer needs the
+/// answer even when its revert does not apply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Culprit {
+    /// `{commit, summary, author, date}`.
+    #[serde(flatten)]
+    pub commit: CommitInfo,
+    /// The search's confidence that every "good" judgement was right.
+    pub confidence: f64,
+    /// Whether a fix that undoes it was VERIFIED under the contract.
+    pub verified: bool,
+    /// Why it was or was not verified (the fix hypothesis' reason).
+    pub verification: String,
+}
+
+/// Below this confidence a search result is a lead, not a culprit.
+pub const CULPRIT_CONFIDENCE: f64 = 0.9;
+
+/// Which version of the failing test judged the probes of the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OracleMode {
+    /// The bad revision's test files on each probe's source (the default).
+    #[default]
+    TestsAtBad,
+    /// Each probe's own tests (`--tests-at-revision`).
+    TestsAtRevision,
+}
 
 /// How the culprit search went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -32,6 +59,18 @@ pub struct BisectSummary {
     pub parallelism: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The commit the search settled on, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub culprit: Option<CommitInfo>,
+    #[serde(default)]
+    pub oracle: OracleMode,
+    /// The test files laid over each probe (tests-at-bad mode).
+    #[serde(default)]
+    pub oracle_files: Vec<String>,
+    /// The failure rate measured at the good revision when it also failed
+    /// (a flaky failure that predates it, or a flakiness regression).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_flaky: Option<FlakyStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,9 +163,22 @@ impl Report {
         if let Some(c) = &self.culprit {
             let _ = writeln!(
                 md,
-                "\n## Culprit\n\n`{}` {}\n\nby {} on {}",
-                c.commit, c.summary, c.author, c.date
+                "\n## Culprit\n\n`{}` {}\n\nby {} on {}; search confidence {:.3}.\n",
+                c.commit.commit, c.commit.summary, c.commit.author, c.commit.date, c.confidence
             );
+            if c.verified {
+                let _ = writeln!(
+                    md,
+                    "A fix that undoes it was **verified**: {}",
+                    c.verification
+                );
+            } else {
+                let _ = writeln!(
+                    md,
+                    "**Not verified**: the search found this commit, but no fix for it was proven ({}). Treat it as the likely cause, not a proven one.",
+                    c.verification
+                );
+            }
         }
         if let Some(f) = &self.flaky {
             let _ = writeln!(
@@ -159,6 +211,30 @@ impl Report {
             }
             if !b.ambiguous.is_empty() {
                 let _ = writeln!(md, "\nCould not separate: {}", b.ambiguous.join(", "));
+            }
+            match b.oracle {
+                OracleMode::TestsAtBad if !b.oracle_files.is_empty() => {
+                    let _ = writeln!(
+                        md,
+                        "\nEvery probe ran the bad revision's version of {} on its own source.",
+                        b.oracle_files.join(", ")
+                    );
+                }
+                OracleMode::TestsAtRevision => {
+                    let _ = writeln!(md, "\nEvery probe ran its own revision's tests.");
+                }
+                _ => {}
+            }
+            if let Some(g) = &b.good_flaky {
+                let _ = writeln!(
+                    md,
+                    "\nAt the good revision the test failed {} of {} runs ({:.1}%, 95% interval {:.1}–{:.1}%).",
+                    g.failures,
+                    g.runs,
+                    g.failure_rate * 100.0,
+                    g.interval.0 * 100.0,
+                    g.interval.1 * 100.0
+                );
             }
             if let Some(note) = &b.note {
                 let _ = writeln!(md, "\n{note}");

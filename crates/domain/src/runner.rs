@@ -16,6 +16,18 @@ pub enum Runner {
     Unknown,
 }
 
+impl Runner {
+    /// Build directories (repository-relative) whose content the runner's
+    /// build tool keeps correct across checkouts by itself, so probes in one
+    /// worktree may keep them: cargo fingerprints every source it compiled.
+    pub fn incremental_build_dirs(self) -> &'static [&'static str] {
+        match self {
+            Runner::CargoTest => &["target"],
+            _ => &[],
+        }
+    }
+}
+
 /// Detects the runner from a command's argv.
 pub fn detect(argv: &[String]) -> Runner {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
@@ -118,25 +130,18 @@ pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<Str
     }
     match runner {
         Runner::Pytest => {
-            // Keep the program and options, replace path arguments with the test id.
-            let mut out: Vec<String> = Vec::new();
-            let mut iter = argv.iter().peekable();
+            // Keep the program and options (with their values), drop what
+            // selects tests, and name the one test instead of the paths.
             let module_form = argv.get(1).is_some_and(|a| a == "-m");
-            let skip = if module_form { 3 } else { 1 };
-            for _ in 0..skip {
-                out.push(iter.next()?.clone());
-            }
-            for arg in iter {
-                if arg.starts_with('-') {
-                    out.push(arg.clone());
-                }
-            }
+            let program = if module_form { 3 } else { 1 };
+            let mut out: Vec<String> = argv.get(..program)?.to_vec();
+            out.extend(keep_options(&argv[program..], &PYTEST_OPTIONS));
             out.push(test_id.to_string());
             Some(out)
         }
         Runner::Unittest => {
-            let mut out: Vec<String> = argv.iter().take(3).cloned().collect();
-            out.extend(argv.iter().skip(3).filter(|a| a.starts_with('-')).cloned());
+            let mut out: Vec<String> = argv.get(..3)?.to_vec();
+            out.extend(keep_options(&argv[3..], &UNITTEST_OPTIONS));
             out.push(test_id.to_string());
             Some(out)
         }
@@ -161,6 +166,82 @@ pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<Str
         }
         Runner::Jest | Runner::Unknown => None,
     }
+}
+
+/// How a runner treats the argument after each of its options.
+struct RunnerOptions {
+    /// Options whose value is the next argument (kept together).
+    with_value: &'static [&'static str],
+    /// Options that select tests, dropped with their value: the isolated run
+    /// names its one test instead.
+    selecting: &'static [&'static str],
+}
+
+const PYTEST_OPTIONS: RunnerOptions = RunnerOptions {
+    with_value: &[
+        "-p",
+        "-c",
+        "-o",
+        "-W",
+        "-n",
+        "-r",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--tb",
+        "--maxfail",
+        "--ignore",
+        "--ignore-glob",
+        "--junitxml",
+        "--junit-xml",
+        "--durations",
+        "--timeout",
+        "--import-mode",
+        "--log-level",
+        "--log-cli-level",
+        "--log-file",
+        "--capture",
+        "--override-ini",
+        "--config-file",
+        "--color",
+        "--cov-report",
+        "--dist",
+        "--numprocesses",
+        "--pythonwarnings",
+    ],
+    selecting: &["-k", "-m", "--deselect"],
+};
+
+const UNITTEST_OPTIONS: RunnerOptions = RunnerOptions {
+    with_value: &["--durations"],
+    selecting: &["-k"],
+};
+
+/// The options in `args`, each with its value when it takes one; paths, test
+/// names and the options that select tests are dropped.
+fn keep_options(args: &[String], options: &RunnerOptions) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if !arg.starts_with('-') {
+            continue;
+        }
+        let name = arg.split('=').next().unwrap_or(arg);
+        // `-kEXPR` carries its value like `--deselect=ID` does.
+        let attached_short = |opt: &&str| {
+            opt.len() == 2 && !arg.starts_with("--") && arg.starts_with(*opt) && arg.len() > 2
+        };
+        let selects =
+            options.selecting.contains(&name) || options.selecting.iter().any(attached_short);
+        let takes_next =
+            options.with_value.contains(&arg.as_str()) || options.selecting.contains(&arg.as_str());
+        let value = if takes_next { iter.next() } else { None };
+        if !selects {
+            kept.push(arg.clone());
+            kept.extend(value.cloned());
+        }
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -236,6 +317,31 @@ mod tests {
             argv("python3 -m unittest -v test_shop.T.test_b")
         );
         assert!(isolate(Runner::Unknown, &argv("python3 t.py"), "x").is_none());
+        // Option values stay with their options; selection is replaced.
+        assert_eq!(
+            isolate(
+                Runner::Pytest,
+                &argv(
+                    "python3 -m pytest -p no:cacheprovider -k 'slow and not net' --tb short -x tests -m db --rootdir=. src"
+                ),
+                "tests/t.py::test_x"
+            )
+            .unwrap(),
+            argv("python3 -m pytest -p no:cacheprovider --tb short -x --rootdir=. tests/t.py::test_x")
+        );
+        assert_eq!(
+            isolate(Runner::Pytest, &argv("pytest -kfoo -q"), "t.py::a").unwrap(),
+            argv("pytest -q t.py::a")
+        );
+        assert_eq!(
+            isolate(
+                Runner::Unittest,
+                &argv("python3 -m unittest -k pattern -v discover"),
+                "test_shop.T.test_b"
+            )
+            .unwrap(),
+            argv("python3 -m unittest -v test_shop.T.test_b")
+        );
         assert!(isolate(Runner::Pytest, &argv("pytest"), "ERROR tests/t.py").is_none());
     }
 }

@@ -110,6 +110,12 @@ impl Classifier {
     pub fn runs(&self) -> u32 {
         self.runs
     }
+
+    /// Lowers the run cap (never raises it): a slow test gets fewer re-runs.
+    pub fn limit_runs(&mut self, max_runs: u32) {
+        self.config.max_runs = self.config.max_runs.min(max_runs.max(1));
+    }
+
     pub fn failures(&self) -> u32 {
         self.failures
     }
@@ -220,9 +226,168 @@ pub fn passes_to_trust(failure_rate: f64, miss: f64, cap: u32) -> u32 {
     (r as u32).clamp(1, cap)
 }
 
+/// Re-runs a test of mean duration `mean_ms` gets when `slots` run at once
+/// and the re-runs may take `budget_ms` of wall time: at least `floor`, at
+/// most `cap`. In the spirit of Datadog's early flake detection (10 retries
+/// under 5 s, 5 under 30 s, 3 under 5 min): a slow test is re-run less, and
+/// a decision at the lowered cap is reported as not confident.
+pub fn runs_for_duration(mean_ms: u64, slots: usize, budget_ms: u64, floor: u32, cap: u32) -> u32 {
+    let per_run = mean_ms.max(1);
+    let affordable = budget_ms.saturating_mul(slots.max(1) as u64) / per_run;
+    (affordable.min(u64::from(u32::MAX)) as u32).clamp(floor.min(cap), cap)
+}
+
+/// Which of two known failure rates a revision shows: the rate before a
+/// flakiness regression (`low`) or after it (`high`). A Wald SPRT between the
+/// two, in the spirit of flake-aware culprit finding: a failure at a
+/// revision before the culprit is expected and is not proof of the bug.
+#[derive(Debug, Clone, Copy)]
+pub struct RateTest {
+    low: f64,
+    high: f64,
+    upper: f64,
+    lower: f64,
+    llr: f64,
+    runs: u32,
+    cap: u32,
+}
+
+/// What a [`RateTest`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateDecision {
+    Low,
+    High,
+}
+
+impl RateTest {
+    /// `alpha` and `beta` are the error probabilities of calling a revision
+    /// high when it is low and low when it is high; `cap` ends the test.
+    pub fn new(low: f64, high: f64, alpha: f64, beta: f64, cap: u32) -> Self {
+        let low = low.clamp(EPSILON, 1.0 - EPSILON);
+        let high = high.clamp(EPSILON, 1.0 - EPSILON).max(low + EPSILON);
+        Self {
+            low,
+            high,
+            upper: ((1.0 - beta) / alpha).ln(),
+            lower: (beta / (1.0 - alpha)).ln(),
+            llr: 0.0,
+            runs: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    pub fn record(&mut self, failed: bool) {
+        self.runs += 1;
+        self.llr += if failed {
+            (self.high / self.low).ln()
+        } else {
+            ((1.0 - self.high) / (1.0 - self.low)).ln()
+        };
+    }
+
+    pub fn runs(&self) -> u32 {
+        self.runs
+    }
+
+    /// The decision once a boundary is crossed, or at the cap (then by the
+    /// sign of the evidence, with `confident` false).
+    pub fn decision(&self) -> Option<(RateDecision, bool)> {
+        if self.llr >= self.upper {
+            Some((RateDecision::High, true))
+        } else if self.llr <= self.lower {
+            Some((RateDecision::Low, true))
+        } else if self.runs >= self.cap {
+            let d = if self.llr > 0.0 {
+                RateDecision::High
+            } else {
+                RateDecision::Low
+            };
+            Some((d, false))
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether the failure rate `b` (failures `fb` of `nb`) is significantly
+/// higher than `a` (`fa` of `na`): a one-sided two-proportion z-test at
+/// `z` (2.33 for 1%). Small samples make it conservative, which is the safe
+/// side: "the flakiness predates good" rather than a made-up regression.
+pub fn rate_higher(fa: u32, na: u32, fb: u32, nb: u32, z: f64) -> bool {
+    if na == 0 || nb == 0 {
+        return false;
+    }
+    let (pa, pb) = (f64::from(fa) / f64::from(na), f64::from(fb) / f64::from(nb));
+    let pooled = f64::from(fa + fb) / f64::from(na + nb);
+    let se = (pooled * (1.0 - pooled) * (1.0 / f64::from(na) + 1.0 / f64::from(nb))).sqrt();
+    if se == 0.0 {
+        return pb > pa;
+    }
+    (pb - pa) / se >= z
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_test_separates_a_raised_rate() {
+        let decide = |pattern: &[bool]| {
+            let mut t = RateTest::new(0.05, 0.4, 0.01, 0.01, 60);
+            for &f in pattern.iter().cycle() {
+                if t.decision().is_some() {
+                    break;
+                }
+                t.record(f);
+            }
+            (t.decision().unwrap(), t.runs())
+        };
+        // 2 failures in 5: the high rate, quickly.
+        let (d, runs) = decide(&[true, false, false, true, false]);
+        assert_eq!(d, (RateDecision::High, true));
+        assert!(runs <= 10, "{runs}");
+        // An occasional failure (1 in 20) is the low rate.
+        let mut low = vec![false; 19];
+        low.push(true);
+        let (d, runs) = decide(&low);
+        assert_eq!(d, (RateDecision::Low, true));
+        assert!(runs <= 20, "{runs}");
+    }
+
+    #[test]
+    fn rate_test_decides_at_the_cap_without_confidence() {
+        let mut t = RateTest::new(0.2, 0.3, 0.01, 0.01, 4);
+        for f in [true, false, false, true] {
+            t.record(f);
+        }
+        assert_eq!(t.decision().map(|d| d.1), Some(false));
+    }
+
+    #[test]
+    fn slow_tests_get_fewer_reruns() {
+        // 0.5 s test, 2 slots, 120 s: the configured cap stands.
+        assert_eq!(runs_for_duration(500, 2, 120_000, 5, 50), 50);
+        // 10 s test: 24 runs fit in two minutes on two slots.
+        assert_eq!(runs_for_duration(10_000, 2, 120_000, 5, 50), 24);
+        // 5 minute test: the floor.
+        assert_eq!(runs_for_duration(300_000, 2, 120_000, 5, 50), 5);
+        let mut c = Classifier::new(SequentialConfig::default());
+        c.limit_runs(5);
+        for _ in 0..5 {
+            c.record(true);
+        }
+        let d = c.decision().unwrap();
+        assert_eq!(d.behaviour, Behaviour::Deterministic);
+        assert!(!d.confident, "a decision at a lowered cap is not confident");
+    }
+
+    #[test]
+    fn rate_comparison() {
+        assert!(rate_higher(2, 50, 20, 50, 2.33));
+        assert!(!rate_higher(14, 50, 16, 50, 2.33));
+        assert!(!rate_higher(0, 0, 5, 10, 2.33));
+        assert!(rate_higher(0, 40, 12, 40, 2.33));
+    }
 
     fn run(seq: impl IntoIterator<Item = bool>) -> (Option<Decision>, u32) {
         let mut c = Classifier::new(SequentialConfig::default());

@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// A commit introduced the failure and reverting it was verified.
+    /// A commit introduced the failure: the search found it with confidence
+    /// (the report's `culprit.verified` says whether a fix was proven).
     Regression,
+    /// A commit made a flaky failure significantly more frequent.
+    FlakinessRegression,
     Flaky,
     OrderDependent,
     EnvironmentDependent,
@@ -22,6 +25,7 @@ impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Regression => "regression",
+            Verdict::FlakinessRegression => "flakiness_regression",
             Verdict::Flaky => "flaky",
             Verdict::OrderDependent => "order_dependent",
             Verdict::EnvironmentDependent => "environment_dependent",
@@ -31,14 +35,34 @@ impl Verdict {
     }
 }
 
-/// Derives the verdict from the winner and the measured behaviour at the bad revision.
-/// A verified fix names a regression; otherwise the strongest verified
-/// classification wins; otherwise the behaviour measured by re-runs.
+/// What the culprit search established, for the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchFinding {
+    /// No culprit (none searched, none found, or below the confidence bar).
+    None,
+    /// A commit introduced the failure.
+    Culprit,
+    /// A commit raised the rate of a failure that was already flaky before it.
+    FlakinessRaised,
+}
+
+/// Derives the verdict from the winner, the culprit search and the measured
+/// behaviour at the bad revision. A verified fix or a confident culprit names
+/// a regression — a culprit that was found is never hidden because its fix
+/// was not proven; otherwise the strongest verified classification wins;
+/// otherwise the behaviour measured by re-runs.
 pub fn decide(
     winner: Option<&Hypothesis>,
     hypotheses: &[Hypothesis],
     behaviour: Behaviour,
+    search: SearchFinding,
 ) -> Verdict {
+    match search {
+        SearchFinding::FlakinessRaised => return Verdict::FlakinessRegression,
+        // Also a flaky failure that a commit introduced (it never failed before).
+        SearchFinding::Culprit => return Verdict::Regression,
+        _ => {}
+    }
     if let Some(w) = winner.filter(|w| w.status == HypothesisStatus::Verified) {
         match w.kind {
             HypothesisKind::Revert | HypothesisKind::Patch => return Verdict::Regression,

@@ -94,7 +94,7 @@ async fn tracelab_search(s: &Scenario, k: usize) -> Measured {
     let baseline = FailureSignature::from_output(ctx.test.runner, &first.result.output);
     let model = FlakeModel::new(1.0, 0.01, 100, baseline);
     let started = Instant::now();
-    let finding = find_culprit(&ctx, Some(s.root.clone()), &model)
+    let finding = find_culprit(&ctx, Some(s.root.clone()), &model, Default::default())
         .await
         .unwrap();
     let wall = started.elapsed();

@@ -29,9 +29,19 @@ pub struct EngineConfig {
     /// Bytes of output stored per experiment.
     pub stored_output_limit: usize,
     pub sequential: SequentialConfig,
+    /// Wall time the re-runs at the bad revision may take: a test slower than
+    /// `budget × k / max_runs` gets fewer re-runs (never fewer than
+    /// `reproduction_min_runs`).
+    pub reproduction_budget: Duration,
+    pub reproduction_min_runs: u32,
     /// Probability of calling a revision good when the failure is present but flaky.
     pub good_miss_probability: f64,
     pub max_hypotheses: usize,
+    /// Fix candidates verified per hypothesis (those that do not apply do not count).
+    pub max_patch_attempts: usize,
+    /// Probes run their own revision's tests instead of the bad revision's
+    /// failing test files (`--tests-at-revision`).
+    pub tests_at_revision: bool,
     /// Revisions examined backwards (with doubling steps) when no `--good` is given.
     pub lookback_limit: usize,
     /// Environment deltas tried by the test-behaviour agent.
@@ -52,8 +62,12 @@ impl Default for EngineConfig {
             output_limit: 256 * 1024,
             stored_output_limit: 8 * 1024,
             sequential: SequentialConfig::default(),
+            reproduction_budget: Duration::from_secs(120),
+            reproduction_min_runs: 5,
             good_miss_probability: 0.01,
             max_hypotheses: 3,
+            max_patch_attempts: 2,
+            tests_at_revision: false,
             lookback_limit: 100_000,
             environment_variants: vec![
                 ("TZ".into(), "America/New_York".into()),
@@ -74,6 +88,11 @@ impl EngineConfig {
         }
         if self.command_timeout.is_zero() {
             return Err(Error::invalid("the command timeout must be positive"));
+        }
+        if self.max_patch_attempts == 0 || self.max_hypotheses == 0 {
+            return Err(Error::invalid(
+                "max_hypotheses and max_patch_attempts must be at least 1",
+            ));
         }
         if !(0.0 < self.good_miss_probability && self.good_miss_probability < 0.5) {
             return Err(Error::invalid("good_miss_probability must be in (0, 0.5)"));

@@ -179,6 +179,41 @@ impl Git {
         .await
     }
 
+    /// Which of `paths` exist as files at `rev`.
+    pub async fn existing_files(&self, rev: &str, paths: &[String]) -> Result<Vec<String>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut args = vec!["ls-tree", "-r", "--name-only", "--full-tree", rev, "--"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = self.run(&args).await?;
+        Ok(out
+            .lines()
+            .filter(|l| paths.iter().any(|p| p == l))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// The file `path` at `rev`, or `None` when it does not exist there or is not UTF-8.
+    pub async fn show_file(&self, rev: &str, path: &str) -> Result<Option<String>> {
+        let spec = format!("{rev}:{path}");
+        match self.run(&["cat-file", "-e", &spec]).await {
+            Ok(_) => {}
+            Err(_) => return Ok(None),
+        }
+        let out = Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(&self.repo)
+            .args(["cat-file", "blob", &spec])
+            .output()
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        Ok(String::from_utf8(out.stdout).ok())
+    }
+
     /// Adds a worktree at `path` on `rev`, detached or on `branch` (created,
     /// or reset to `rev` — also when a crashed process left it checked out in
     /// a worktree of its own).
@@ -227,9 +262,20 @@ impl Worktree {
 
     /// Checks out `rev` (detached) and removes everything untracked, ignored files included.
     pub async fn checkout(&self, rev: &str) -> Result<()> {
+        self.checkout_keeping(rev, &[]).await
+    }
+
+    /// [`Worktree::checkout`] that keeps the build directories named in
+    /// `keep` (root-relative, such as cargo's `target`): an incremental
+    /// build tool rebuilds what the checkout changed, as it does for
+    /// `git bisect run` in one tree.
+    pub async fn checkout_keeping(&self, rev: &str, keep: &[&str]) -> Result<()> {
         self.git(&["checkout", "-q", "--force", "--detach", rev])
             .await?;
-        self.git(&["clean", "-q", "-ffdx"]).await?;
+        let excludes: Vec<String> = keep.iter().map(|d| format!("--exclude=/{d}")).collect();
+        let mut args = vec!["clean", "-q", "-ffdx"];
+        args.extend(excludes.iter().map(String::as_str));
+        self.git(&args).await?;
         Ok(())
     }
 
@@ -243,6 +289,78 @@ impl Worktree {
         self.git(&["apply", "--check", &p]).await?;
         self.git(&["apply", "--index", &p]).await?;
         Ok(())
+    }
+
+    /// Applies a unified diff with a 3-way merge against the blobs it was
+    /// made from, so hunks whose context moved since still apply; fails
+    /// (leaving the worktree as it was) on a real conflict.
+    pub async fn apply_3way(&self, patch: &str) -> Result<()> {
+        let file = tempfile::NamedTempFile::new()
+            .map_err(|e| Error::internal(format!("temp file: {e}")))?;
+        std::fs::write(file.path(), patch)
+            .map_err(|e| Error::internal(format!("temp file: {e}")))?;
+        let p = file.path().to_string_lossy().to_string();
+        if self.git(&["apply", "--check", &p]).await.is_ok() {
+            self.git(&["apply", "--index", &p]).await?;
+            return Ok(());
+        }
+        match self.git(&["apply", "--3way", "--index", &p]).await {
+            Ok(_) => {
+                // `--3way` leaves conflict markers and unmerged entries when
+                // it cannot merge; that is a failure, not a patch.
+                let unmerged = self.git(&["ls-files", "--unmerged"]).await?;
+                if unmerged.trim().is_empty() {
+                    return Ok(());
+                }
+                self.git(&["reset", "-q", "--hard"]).await?;
+                Err(Error::conflict("the 3-way merge left conflicts"))
+            }
+            Err(e) => {
+                let _ = self.git(&["reset", "-q", "--hard"]).await;
+                Err(Error::conflict(format!(
+                    "does not apply, even with a 3-way merge: {}",
+                    e.message
+                )))
+            }
+        }
+    }
+
+    /// Overwrites `paths` with their content at `rev` (the oracle's test
+    /// files laid over a probe's source). The next [`Worktree::checkout`]
+    /// undoes it.
+    pub async fn overlay(&self, rev: &str, paths: &[String]) -> Result<()> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec!["checkout", "-q", rev, "--"];
+        args.extend(paths.iter().map(String::as_str));
+        self.git(&args).await.map(|_| ())
+    }
+
+    /// Writes `content` to the repository-relative `path` and stages it.
+    pub async fn write_file(&self, path: &str, content: &str) -> Result<()> {
+        tracelab_domain::patch::validate(&[tracelab_domain::patch::FilePatch {
+            old_path: path.to_string(),
+            new_path: path.to_string(),
+            header: String::new(),
+            hunks: Vec::new(),
+            modes: Vec::new(),
+        }])?;
+        // Refuse to write through a symlink anywhere on the path.
+        let mut target = self.path.clone();
+        for component in path.split('/') {
+            target.push(component);
+            let meta = tokio::fs::symlink_metadata(&target).await;
+            if meta.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(Error::invalid(format!(
+                    "patch refused: {path} goes through a symlink"
+                )));
+            }
+        }
+        tokio::fs::write(&target, content)
+            .await
+            .map_err(|e| Error::internal(format!("cannot write {path}: {e}")))?;
+        self.git(&["add", "--", path]).await.map(|_| ())
     }
 
     /// Commits staged and tracked changes as TraceLab; returns the new sha.

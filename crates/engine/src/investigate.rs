@@ -160,9 +160,9 @@ async fn pipeline(
 ) -> Result<Report> {
     use InvestigationState::*;
     tracker.move_to(ContextLoading, None).await?;
-    let classification = reproduce(ctx).await?;
+    let reproduction = reproduce(ctx).await?;
     tracker.move_to(Investigating, None).await?;
-    let proposal = propose(ctx, &classification, good).await?;
+    let (classification, proposal) = propose(ctx, reproduction, good).await?;
     tracker.move_to(Verifying, None).await?;
     let mut hypotheses = proposal.hypotheses.clone();
     if let Some(candidate) = &proposal.revert {

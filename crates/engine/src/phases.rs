@@ -4,18 +4,23 @@
 //! [`verify_candidate`]; arbiter: [`conclude`]) with the same code.
 
 use crate::agents::code_path;
-use crate::agents::git_history::{self, FlakeModel};
-use crate::agents::test_behaviour::{self, Classification};
+use crate::agents::git_history::{self, FlakeModel, HistoryFinding};
+use crate::agents::test_behaviour::{self, Classification, Reproducer};
 use crate::context::Context;
+use crate::oracle::{self, Overlay};
 use crate::verify::{RevertPlan, verify_revert};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use tracelab_domain::arbiter::select_winner;
+use tracelab_domain::bisect::ProbeResult;
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind};
+use tracelab_domain::hypothesis::{FlakyStats, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId, hypothesis_branch};
-use tracelab_domain::report::{BisectSummary, Report, Suspect};
-use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP};
+use tracelab_domain::report::{BisectSummary, CULPRIT_CONFIDENCE, Culprit, Report, Suspect};
+use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP, rate_higher};
+use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::state::InvestigationState;
-use tracelab_domain::verdict::decide;
+use tracelab_domain::verdict::{SearchFinding, decide};
 use tracelab_domain::{Error, Result};
 
 /// The culprit commit found by the git-history agent, waiting for its revert
@@ -46,51 +51,269 @@ pub struct Proposal {
     pub suspects: Vec<Suspect>,
 }
 
-/// Re-runs the test at the bad revision until its behaviour is classified.
-/// Unavailable when the test cannot run there at all.
-pub async fn reproduce(ctx: &Context) -> Result<Classification> {
+/// The reproduction as far as the pipeline waits for it: the first run that
+/// shows the failure, after which the culprit search can start while the
+/// sequential test goes on ([`propose`] finishes it).
+pub enum Reproduction {
+    /// The sequential test decided without ever showing the failure.
+    Decided(Classification),
+    /// The failure was seen; the re-runs go on in the background.
+    FirstFailure(Reproducer),
+}
+
+/// Re-runs the test at the bad revision until it shows the failure (or
+/// the sequential test decides without it). Unavailable when the test cannot
+/// run there at all.
+pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
     ctx.progress.report(&format!(
         "reproducing `{}` at {}",
         ctx.test.display(),
         &ctx.bad[..12.min(ctx.bad.len())]
     ));
-    let classification = test_behaviour::classify(ctx).await?;
+    let mut reproducer = Reproducer::new(ctx, &ctx.bad, None, None);
+    reproducer.until_first_failure(ctx).await?;
+    if !reproducer.decided() {
+        return Ok(Reproduction::FirstFailure(reproducer));
+    }
+    let classification = reproducer.finish(ctx, false).await?;
     if let Some(reason) = &classification.blocked {
         return Err(Error::unavailable(format!(
             "the test could not run at the bad revision: {reason}"
         )));
     }
+    report_behaviour(ctx, &classification);
+    Ok(Reproduction::Decided(classification))
+}
+
+fn report_behaviour(ctx: &Context, classification: &Classification) {
     ctx.progress.report(&format!(
         "the failure is {:?} ({} of {} runs failed)",
         classification.decision.behaviour,
         classification.counts.failures,
         classification.counts.runs
     ));
-    Ok(classification)
 }
 
-/// Runs the git-history and test-behaviour agents concurrently.
+/// The culprit search started at the first failure, before the re-runs have
+/// classified it, under the model of a deterministic failure (one pass makes
+/// a revision good). `None` when a given `--good` does not pass (the
+/// classification decides what that means) or the search could not run.
+async fn early_search(
+    ctx: &Context,
+    baseline: FailureSignature,
+    output: &str,
+    good: Option<String>,
+) -> Option<HistoryFinding> {
+    let overlay = if ctx.config.tests_at_revision {
+        None
+    } else {
+        let files = oracle::judges_of(ctx, Some(&baseline), Some(output))
+            .await
+            .ok()?;
+        (!files.is_empty()).then(|| Overlay {
+            rev: ctx.bad.clone(),
+            files,
+        })
+    };
+    let model = FlakeModel::new(
+        1.0,
+        ctx.config.good_miss_probability,
+        MAX_RUNS_CAP,
+        baseline,
+    )
+    .with_overlay(overlay);
+    if let Some(g) = &good {
+        let _precedence = ctx.pool.precedence();
+        let report = git_history::probe_good(ctx, g, &model).await.ok()?;
+        if report.result != ProbeResult::Good {
+            return None;
+        }
+    }
+    git_history::find_culprit(ctx, good, &model, HashMap::new())
+        .await
+        .ok()
+}
+
+/// Finishes the reproduction while the culprit search runs from its first
+/// failure; the search has the pool first, the re-runs take what it leaves.
+async fn classify_with_early_search(
+    ctx: &Context,
+    reproduction: Reproduction,
+    good: Option<String>,
+) -> Result<(Classification, Option<HistoryFinding>)> {
+    let reproducer = match reproduction {
+        Reproduction::Decided(c) => return Ok((c, None)),
+        Reproduction::FirstFailure(r) => r,
+    };
+    let (baseline, output) = reproducer
+        .first_failure()
+        .map(|(b, o)| (b.clone(), o.to_string()))
+        .ok_or_else(|| Error::internal("a started reproduction has seen its failure"))?;
+    let rest = reproducer.finish(ctx, true);
+    let early = early_search(ctx, baseline, &output, good);
+    let (classification, early) = futures::future::join(rest, early).await;
+    let classification = classification?;
+    report_behaviour(ctx, &classification);
+    Ok((classification, early))
+}
+
+/// What checking a given `--good` established.
+enum GoodCheck {
+    /// It passes: search from it.
+    Good,
+    /// It fails too, at a rate not significantly below bad's: the flakiness
+    /// predates it and there is nothing to search.
+    FlakyAlready(FlakyStats),
+    /// It fails, but significantly less often: search for the commit that
+    /// raised the rate, with the rate measured at good as the background.
+    FlakinessRaised(FlakyStats),
+}
+
+/// Checks `--good`. A deterministic failure there is the user's error; a
+/// flaky failure there is evidence: its rate is measured with the same
+/// sequential procedure as at bad and compared.
+async fn check_good(
+    ctx: &Context,
+    classification: &Classification,
+    good: &str,
+    model: &FlakeModel,
+) -> Result<GoodCheck> {
+    let report = git_history::probe_good(ctx, good, model).await?;
+    if classification.decision.behaviour != Behaviour::Flaky || report.result != ProbeResult::Bad {
+        git_history::good_or_error(good, report)?;
+        return Ok(GoodCheck::Good);
+    }
+    ctx.progress.report(&format!(
+        "the good revision {} also fails: measuring its failure rate",
+        &good[..good.len().min(12)]
+    ));
+    let at_good = test_behaviour::classify_at(
+        ctx,
+        good,
+        classification.baseline.as_ref(),
+        model.overlay.as_ref(),
+    )
+    .await?;
+    let stats = at_good.flaky_stats();
+    let bad = classification.counts;
+    let raised = rate_higher(
+        at_good.counts.failures,
+        at_good.counts.runs,
+        bad.failures,
+        bad.runs,
+        2.33,
+    );
+    Ok(if raised {
+        GoodCheck::FlakinessRaised(stats)
+    } else {
+        GoodCheck::FlakyAlready(stats)
+    })
+}
+
+/// Finishes the classification (the culprit search starts at the first
+/// failure) and runs the git-history, test-behaviour and code-path agents.
+/// Returns the classification with what the agents established.
 pub async fn propose(
+    ctx: &Context,
+    reproduction: Reproduction,
+    good: Option<String>,
+) -> Result<(Classification, Proposal)> {
+    let (classification, early) =
+        classify_with_early_search(ctx, reproduction, good.clone()).await?;
+    let proposal = propose_classified(ctx, &classification, good, early).await?;
+    Ok((classification, proposal))
+}
+
+/// The agents once the failure is classified. An early search stands when
+/// the failure proved deterministic (its model was right); otherwise its
+/// "bad" and "untestable" judgements seed the search under the measured model
+/// and only its "good" ones are probed again.
+async fn propose_classified(
     ctx: &Context,
     classification: &Classification,
     good: Option<String>,
+    early: Option<HistoryFinding>,
 ) -> Result<Proposal> {
     let history = async {
         let Some(baseline) = classification.baseline.clone() else {
             return Ok(None);
         };
-        let model = FlakeModel::new(
+        let overlay = if ctx.config.tests_at_revision {
+            None
+        } else {
+            let files = oracle::judges(ctx, classification).await?;
+            (!files.is_empty()).then(|| Overlay {
+                rev: ctx.bad.clone(),
+                files,
+            })
+        };
+        let mut model = FlakeModel::new(
             classification.failure_rate(),
             ctx.config.good_miss_probability,
             MAX_RUNS_CAP,
             baseline,
-        );
-        if let Some(g) = &good {
-            git_history::check_good(ctx, g, &model).await?;
+        )
+        .with_overlay(overlay);
+        if classification.decision.behaviour == Behaviour::Deterministic
+            && let Some(finding) = early
+        {
+            return Ok(Some((finding, model)));
         }
-        git_history::find_culprit(ctx, good.clone(), &model)
-            .await
-            .map(|f| Some((f, model)))
+        let seed: HashMap<_, _> = match (&early, model.background_rate) {
+            (Some(f), None) => f
+                .probes
+                .iter()
+                .filter(|(_, r)| r.result != ProbeResult::Good)
+                .map(|(rev, r)| (rev.clone(), *r))
+                .collect(),
+            _ => HashMap::new(),
+        };
+        let mut good_flaky = None;
+        if let Some(g) = &good {
+            match check_good(ctx, classification, g, &model).await? {
+                GoodCheck::Good => {}
+                GoodCheck::FlakyAlready(stats) => {
+                    let summary = BisectSummary {
+                        good: Some(g.clone()),
+                        bad: ctx.bad.clone(),
+                        parallelism: ctx.pool.size(),
+                        confidence: 0.0,
+                        good_flaky: Some(stats),
+                        oracle_files: model
+                            .overlay
+                            .as_ref()
+                            .map(|o| o.files.clone())
+                            .unwrap_or_default(),
+                        note: Some(format!(
+                            "the flakiness predates the good revision: it fails {:.0}% of runs there and {:.0}% at bad, not significantly different, so no commit introduced it",
+                            stats.failure_rate * 100.0,
+                            classification.counts.failure_rate() * 100.0
+                        )),
+                        ..Default::default()
+                    };
+                    return Ok(Some((
+                        HistoryFinding {
+                            culprit: None,
+                            summary,
+                            probes: HashMap::new(),
+                        },
+                        model,
+                    )));
+                }
+                GoodCheck::FlakinessRaised(stats) => {
+                    model.background_rate = Some(stats.failure_rate);
+                    good_flaky = Some(stats);
+                }
+            }
+        }
+        let seed = if model.background_rate.is_some() {
+            HashMap::new()
+        } else {
+            seed
+        };
+        let mut finding = git_history::find_culprit(ctx, good.clone(), &model, seed).await?;
+        finding.summary.good_flaky = good_flaky;
+        Ok(Some((finding, model)))
     };
     let behaviour_agent = async {
         let order = test_behaviour::order_dependence(ctx, 0, classification).await?;
@@ -205,17 +428,18 @@ pub fn conclude(
         ..
     } = proposal;
     let winner = select_winner(&hypotheses).cloned();
-    let verdict = decide(winner.as_ref(), &hypotheses, behaviour);
-    let culprit = winner
-        .as_ref()
-        .filter(|w| w.kind == HypothesisKind::Revert)
-        .and_then(|w| w.culprit.clone());
-    if culprit.is_none()
-        && let Some(h) = hypotheses.iter().find(|h| h.kind == HypothesisKind::Revert)
-    {
+    let culprit = found_culprit(bisect.as_ref(), &hypotheses);
+    let search = match (&culprit, bisect.as_ref().and_then(|b| b.good_flaky)) {
+        (None, _) => SearchFinding::None,
+        (Some(_), Some(_)) => SearchFinding::FlakinessRaised,
+        (Some(_), None) => SearchFinding::Culprit,
+    };
+    let verdict = decide(winner.as_ref(), &hypotheses, behaviour, search);
+    if let Some(c) = culprit.as_ref().filter(|c| !c.verified) {
         notes.push(format!(
-            "the culprit candidate was not verified: {}",
-            h.status_reason
+            "the culprit {} was found by the search but no fix for it was verified: {}",
+            &c.commit.commit[..c.commit.commit.len().min(12)],
+            c.verification
         ));
     }
     let flaky = matches!(behaviour, Behaviour::Flaky).then(|| classification.flaky_stats());
@@ -240,4 +464,38 @@ pub fn conclude(
         duration_ms: 0,
         transitions: Vec::new(),
     }
+}
+
+/// The culprit the search found with confidence, with what verification
+/// established about it. Never dropped because its fix failed.
+fn found_culprit(bisect: Option<&BisectSummary>, hypotheses: &[Hypothesis]) -> Option<Culprit> {
+    let b = bisect?;
+    let info = b.culprit.clone()?;
+    if b.confidence < CULPRIT_CONFIDENCE {
+        return None;
+    }
+    let fix = hypotheses
+        .iter()
+        .find(|h| h.kind.has_fix() && h.culprit.as_ref().is_some_and(|c| c.commit == info.commit));
+    let (verified, verification) = match fix {
+        Some(h) => (
+            h.status == HypothesisStatus::Verified,
+            format!(
+                "hypothesis {} {}: {}",
+                h.number,
+                h.status.as_str(),
+                h.status_reason
+            ),
+        ),
+        None => (
+            false,
+            "no fix was attempted (the hypothesis limit was reached)".to_string(),
+        ),
+    };
+    Some(Culprit {
+        commit: info,
+        confidence: b.confidence,
+        verified,
+        verification,
+    })
 }

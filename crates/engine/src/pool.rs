@@ -4,10 +4,11 @@
 //! new worktree or container.
 
 use crate::git::Worktree;
+use crate::oracle::Overlay;
 use crate::workspace::Workspace;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{Mutex, Notify, Semaphore};
 use tracelab_domain::Result;
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox, SandboxProvider};
 
@@ -24,6 +25,25 @@ pub struct Pool {
     permits: Semaphore,
     created: AtomicUsize,
     size: usize,
+    /// Build directories kept between checkouts of a slot.
+    keep: &'static [&'static str],
+    /// Culprit searches holding precedence: background runs wait for zero.
+    precedence: AtomicUsize,
+    precedence_released: Notify,
+}
+
+/// While alive, background work (the rest of the reproduction) waits, so
+/// the culprit search has every slot. Dropping it lets the background go on.
+pub struct Precedence<'a> {
+    pool: &'a Pool,
+}
+
+impl Drop for Precedence<'_> {
+    fn drop(&mut self) {
+        if self.pool.precedence.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.pool.precedence_released.notify_waiters();
+        }
+    }
 }
 
 /// A finished run and where it ran.
@@ -49,6 +69,35 @@ impl Pool {
             permits: Semaphore::new(size),
             created: AtomicUsize::new(0),
             size,
+            keep: &[],
+            precedence: AtomicUsize::new(0),
+            precedence_released: Notify::new(),
+        }
+    }
+
+    /// Keeps these build directories between a slot's checkouts.
+    pub fn keeping(mut self, keep: &'static [&'static str]) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    /// Takes precedence over background runs until the guard is dropped.
+    pub fn precedence(&self) -> Precedence<'_> {
+        self.precedence.fetch_add(1, Ordering::AcqRel);
+        Precedence { pool: self }
+    }
+
+    /// Waits until nothing holds precedence. A run that starts just before a
+    /// search takes precedence delays that search by at most one run.
+    pub async fn wait_for_turn(&self) {
+        loop {
+            let released = self.precedence_released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if self.precedence.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            released.await;
         }
     }
 
@@ -79,6 +128,17 @@ impl Pool {
 
     /// Runs `spec` at `revision` in a clean checkout (untracked files removed).
     pub async fn run(&self, revision: &str, spec: &CommandSpec) -> Result<PoolRun> {
+        self.run_overlaid(revision, spec, None).await
+    }
+
+    /// [`Pool::run`] with the oracle's test files laid over the checkout
+    /// (nothing is laid at the overlay's own revision).
+    pub async fn run_overlaid(
+        &self,
+        revision: &str,
+        spec: &CommandSpec,
+        overlay: Option<&Overlay>,
+    ) -> Result<PoolRun> {
         let _permit = self
             .permits
             .acquire()
@@ -86,7 +146,12 @@ impl Pool {
             .expect("pool semaphore is never closed");
         let started = std::time::Instant::now();
         let slot = self.take_slot(revision).await?;
-        let checkout = slot.worktree.checkout(revision).await;
+        let mut checkout = slot.worktree.checkout_keeping(revision, self.keep).await;
+        if let (Ok(()), Some(o)) = (&checkout, overlay)
+            && o.rev != revision
+        {
+            checkout = slot.worktree.overlay(&o.rev, &o.files).await;
+        }
         let checked_out = std::time::Instant::now();
         let outcome = match checkout {
             Ok(()) => slot.sandbox.exec(spec).await,

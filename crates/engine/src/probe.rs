@@ -1,6 +1,7 @@
 //! Running the test command and judging the result against the failure
 //! under investigation.
 
+use crate::oracle::Overlay;
 use crate::pool::{Pool, PoolRun};
 use tracelab_domain::Result;
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step, trim_output};
@@ -60,6 +61,24 @@ pub async fn run_judged(
     baseline: Option<&FailureSignature>,
 ) -> Result<Judged> {
     let run = pool.run(revision, spec).await?;
+    let (outcome, signature) = judge(&run.result, runner, baseline);
+    Ok(Judged {
+        outcome,
+        run,
+        signature,
+    })
+}
+
+/// [`run_judged`] with the oracle's test files laid over the checkout.
+pub async fn run_judged_overlaid(
+    pool: &Pool,
+    revision: &str,
+    spec: &CommandSpec,
+    runner: Runner,
+    baseline: Option<&FailureSignature>,
+    overlay: Option<&Overlay>,
+) -> Result<Judged> {
+    let run = pool.run_overlaid(revision, spec, overlay).await?;
     let (outcome, signature) = judge(&run.result, runner, baseline);
     Ok(Judged {
         outcome,

@@ -75,12 +75,10 @@ impl Session {
         progress: Arc<dyn Progress>,
     ) -> Result<Self> {
         let workspace = Arc::new(Workspace::create(prepared.git, id.short())?);
-        let pool = Arc::new(Pool::new(
-            workspace.clone(),
-            sandboxes,
-            &id.0,
-            config.parallelism,
-        ));
+        let pool = Arc::new(
+            Pool::new(workspace.clone(), sandboxes, &id.0, config.parallelism)
+                .keeping(prepared.test.runner.incremental_build_dirs()),
+        );
         let ctx = Context {
             issue_id: issue_id.unwrap_or_else(|| id.short().to_string()),
             id,

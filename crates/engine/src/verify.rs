@@ -4,47 +4,177 @@
 use crate::agents::test_behaviour::{Classification, isolated_command};
 use crate::context::Context;
 use crate::git::Worktree;
+use crate::oracle;
 use crate::pool::PoolRun;
 use crate::probe::{Judged, batch_experiment, judge};
 use std::collections::BTreeSet;
+use tracelab_code_index::symbol_revert::{FileVersions, changed_symbols, restore_symbols};
 use tracelab_domain::contract::judge_fix;
 use tracelab_domain::experiment::{Experiment, Outcome, Step};
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, hypothesis_branch};
-use tracelab_domain::patch;
+use tracelab_domain::oracle::split_patch;
+use tracelab_domain::patch::{self, FilePatch};
 use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::runner;
-use tracelab_domain::signature::{FailureSignature, files_in_output};
+use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::{Error, Result};
 
-/// Repository-relative files named in the failing output, whatever worktree produced it.
-fn failing_files(output: &str, workspace_root: &std::path::Path) -> BTreeSet<String> {
-    let root = workspace_root.to_string_lossy().to_string();
-    files_in_output(output)
-        .into_iter()
-        .map(|f| match f.strip_prefix(&root) {
-            // `<root>/probe-N/path` → `path`
-            Some(rest) => rest
-                .trim_start_matches('/')
-                .split_once('/')
-                .map(|(_, p)| p.to_string())
-                .unwrap_or_default(),
-            None => f,
-        })
-        .filter(|f| !f.is_empty() && !f.starts_with('/'))
-        .collect()
+/// One candidate fix for a culprit, in the order they are tried.
+#[derive(Debug, Clone, PartialEq)]
+enum Fix {
+    /// Reverse hunks of the culprit, applied with a 3-way merge.
+    Diff { scope: &'static str, text: String },
+    /// Definitions the culprit changed, put back as they were before it.
+    Symbols {
+        files: Vec<(String, String)>,
+        symbols: Vec<String>,
+        notes: Vec<String>,
+    },
+}
+
+impl Fix {
+    fn scope(&self) -> String {
+        match self {
+            Fix::Diff { scope, .. } => (*scope).to_string(),
+            Fix::Symbols { symbols, .. } => {
+                format!("symbol-level restore of {}", symbols.join(", "))
+            }
+        }
+    }
 }
 
 /// The culprit's reverse hunks restricted to files on the failing path, if
 /// that is a proper, non-empty subset of the whole revert.
-fn failing_path_patch(reverse: &str, files: &BTreeSet<String>) -> Option<String> {
-    let parsed = patch::parse(reverse).ok()?;
-    let kept: Vec<_> = parsed
+fn failing_path_patch(reverse: &[FilePatch], files: &BTreeSet<String>) -> Option<String> {
+    let kept: Vec<_> = reverse
         .iter()
         .filter(|f| files.contains(&f.new_path) || files.contains(&f.old_path))
         .cloned()
         .collect();
-    (!kept.is_empty() && kept.len() < parsed.len()).then(|| patch::render(&kept))
+    (!kept.is_empty() && kept.len() < reverse.len()).then(|| patch::render(&kept))
+}
+
+/// Whether `name`'s last component (`add` of `py:app.Calc.add`) appears as a
+/// word in the failing output: the definition is on the failing path.
+fn named_in(output: &str, name: &str) -> bool {
+    let last = name
+        .rsplit(['.', ':', '#', '/'])
+        .find(|p| !p.is_empty())
+        .unwrap_or(name);
+    if last.len() < 2 {
+        return false;
+    }
+    output.match_indices(last).any(|(i, _)| {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        let before = output[..i].chars().next_back().is_none_or(|c| !word(c));
+        let after = output[i + last.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !word(c));
+        before && after
+    })
+}
+
+/// Restores, at the bad revision, the definitions the culprit changed in
+/// source files — those on the failing path when the output names any.
+async fn symbol_fix(
+    git: &crate::git::Git,
+    culprit: &str,
+    bad: &str,
+    source: &[FilePatch],
+    output: Option<&str>,
+) -> Result<Option<Fix>> {
+    let parent = format!("{culprit}^");
+    let mut versions = Vec::new();
+    for f in source {
+        if f.old_path == "/dev/null" || f.new_path == "/dev/null" || f.old_path != f.new_path {
+            continue;
+        }
+        let path = &f.new_path;
+        // The reverse diff's "new" side is the culprit's parent.
+        let (Some(before), Some(at_culprit), Some(current)) = (
+            git.show_file(&parent, path).await?,
+            git.show_file(culprit, path).await?,
+            git.show_file(bad, path).await?,
+        ) else {
+            continue;
+        };
+        versions.push((path.clone(), before, at_culprit, current));
+    }
+    let on_path: BTreeSet<String> = versions
+        .iter()
+        .flat_map(|(path, before, at_culprit, _)| changed_symbols(path, before, at_culprit))
+        .filter(|name| output.is_some_and(|o| named_in(o, name)))
+        .collect();
+    let only = (!on_path.is_empty()).then_some(&on_path);
+    let mut files = Vec::new();
+    let mut symbols = Vec::new();
+    let mut notes = Vec::new();
+    for (path, before, at_culprit, current) in &versions {
+        let restored = restore_symbols(
+            &FileVersions {
+                path,
+                before,
+                culprit: at_culprit,
+                current,
+            },
+            only,
+        );
+        if let Some(r) = restored.filter(|r| r.changes_file()) {
+            symbols.extend(r.symbols);
+            notes.extend(r.notes);
+            files.push((r.path, r.content));
+        }
+    }
+    Ok((!files.is_empty()).then_some(Fix::Symbols {
+        files,
+        symbols,
+        notes,
+    }))
+}
+
+/// The candidate fixes for a culprit, smallest first: its reverse hunks on
+/// the failing path, a symbol-level restore, then all its source hunks.
+/// Test files and the oracle's files are never part of any (returned as
+/// `dropped`).
+async fn candidates(ctx: &Context, plan: &RevertPlan<'_>) -> Result<(Vec<Fix>, Vec<String>)> {
+    let git = ctx.pool.workspace().git().clone();
+    let reverse = patch::parse(&git.reverse_diff(plan.culprit).await?)?;
+    let judges: BTreeSet<String> = oracle::judges(ctx, plan.classification)
+        .await?
+        .into_iter()
+        .collect();
+    let split = split_patch(reverse, &judges);
+    if split.kept.is_empty() {
+        return Ok((Vec::new(), split.dropped));
+    }
+    let output = plan.classification.baseline_output.as_deref();
+    let on_path = output
+        .map(|o| oracle::output_files(o, ctx.pool.workspace().root()))
+        .unwrap_or_default();
+    let mut fixes = Vec::new();
+    if let Some(text) = failing_path_patch(&split.kept, &on_path) {
+        fixes.push(Fix::Diff {
+            scope: "failing-path hunks",
+            text,
+        });
+    }
+    if let Some(fix) = symbol_fix(&git, plan.culprit, &ctx.bad, &split.kept, output).await? {
+        fixes.push(fix);
+    }
+    let all = Fix::Diff {
+        scope: if split.dropped.is_empty() {
+            "whole commit"
+        } else {
+            "whole commit, source files only"
+        },
+        text: patch::render(&split.kept),
+    };
+    if !fixes.contains(&all) {
+        fixes.push(all);
+    }
+    Ok((fixes, split.dropped))
 }
 
 async fn exec_judged(
@@ -117,18 +247,21 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     h.culprit = Some(info.clone());
     h.branch = Some(branch.clone());
 
-    let reverse = git.reverse_diff(plan.culprit).await?;
-    let files = plan
-        .classification
-        .baseline_output
-        .as_deref()
-        .map(|o| failing_files(o, ctx.pool.workspace().root()))
-        .unwrap_or_default();
-    let mut attempts: Vec<Option<String>> = Vec::new();
-    if let Some(partial) = failing_path_patch(&reverse, &files) {
-        attempts.push(Some(partial));
+    let (fixes, dropped) = candidates(ctx, &plan).await?;
+    let dropped_note = (!dropped.is_empty()).then(|| {
+        format!(
+            "hunks in test files were dropped (the oracle is fixed): {}",
+            dropped.join(", ")
+        )
+    });
+    if fixes.is_empty() {
+        h.status = HypothesisStatus::Inconclusive;
+        h.status_reason = format!(
+            "the culprit changed only test files ({}); reverting them would change the test that judges the fix, so there is no fix to verify",
+            dropped.join(", ")
+        );
+        return Ok(h);
     }
-    attempts.push(None); // the whole commit, via `git revert`
 
     let worktree = ctx
         .pool
@@ -140,33 +273,44 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
         .provider()
         .open(&worktree.path, &format!("{}-h{number}", ctx.id))
         .await?;
-    let mut earlier = Vec::new();
+    let mut earlier: Vec<String> = Vec::new();
     let result = async {
-        for (attempt, partial) in attempts.iter().enumerate() {
-            if attempt > 0 {
-                worktree_reset(&worktree, &ctx.bad).await?;
+        // 1-2. Reproduction and the regression test before the fix, once for
+        // every attempt: they run at the bad revision.
+        let before = regression_before(ctx, &plan, sandbox.as_ref()).await?;
+        let mut attempts = 0;
+        for fix in &fixes {
+            if attempts >= ctx.config.max_patch_attempts {
+                break;
             }
+            worktree_reset(&worktree, &ctx.bad).await?;
+            let scope = fix.scope();
+            if let Err(e) = apply_fix(&worktree, fix).await {
+                earlier.push(format!("{scope} does not apply: {}", e.message));
+                continue;
+            }
+            attempts += 1;
             let (experiments, patch_text) =
-                run_contract(ctx, &plan, &worktree, sandbox.as_ref(), partial.as_deref()).await?;
+                run_contract(ctx, &plan, &worktree, sandbox.as_ref(), &before, &scope).await?;
             let judgement = judge_fix(&experiments, plan.passes_needed);
-            let scope = if partial.is_some() {
-                "failing-path hunks"
-            } else {
-                "whole commit"
-            };
             h.experiments = experiments;
             h.patch = patch_text;
             h.status = judgement.status;
-            h.status_reason = if earlier.is_empty() {
-                format!("{} ({scope})", judgement.reason)
-            } else {
-                format!(
-                    "{} ({scope}; earlier attempt: {})",
-                    judgement.reason,
-                    earlier.join("; ")
-                )
-            };
-            if judgement.status == HypothesisStatus::Verified || attempt + 1 == attempts.len() {
+            let mut reason = format!("{} ({scope}", judgement.reason);
+            if !earlier.is_empty() {
+                reason.push_str(&format!("; earlier: {}", earlier.join("; ")));
+            }
+            if let Some(note) = &dropped_note {
+                reason.push_str(&format!("; {note}"));
+            }
+            if let Fix::Symbols { notes, .. } = fix
+                && !notes.is_empty()
+            {
+                reason.push_str(&format!("; {}", notes.join("; ")));
+            }
+            reason.push(')');
+            h.status_reason = reason;
+            if judgement.status == HypothesisStatus::Verified {
                 break;
             }
             earlier.push(format!(
@@ -174,6 +318,11 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
                 judgement.status.as_str(),
                 judgement.reason
             ));
+        }
+        if attempts == 0 {
+            h.experiments = before;
+            h.status = HypothesisStatus::Blocked;
+            h.status_reason = format!("no fix applies at the bad revision: {}", earlier.join("; "));
         }
         Ok::<(), Error>(())
     }
@@ -186,37 +335,60 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     Ok(h)
 }
 
+/// Applies a fix to the worktree's index and files.
+async fn apply_fix(worktree: &Worktree, fix: &Fix) -> Result<()> {
+    match fix {
+        Fix::Diff { text, .. } => {
+            patch::validate(&patch::parse(text)?)?;
+            worktree.apply_3way(text).await
+        }
+        Fix::Symbols { files, .. } => {
+            for (path, content) in files {
+                worktree.write_file(path, content).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
 async fn worktree_reset(worktree: &Worktree, rev: &str) -> Result<()> {
     crate::git::run_git(&worktree.path, &["reset", "-q", "--hard", rev]).await?;
     crate::git::run_git(&worktree.path, &["clean", "-q", "-ffdx"]).await?;
     Ok(())
 }
 
-/// Runs the four steps in the hypothesis worktree; returns the experiments and the patch.
-async fn run_contract(
+/// The regression test as the contract runs it: the failing test alone when
+/// the runner allows it, else the whole test command.
+fn regression_command(ctx: &Context, plan: &RevertPlan<'_>) -> (String, CommandSpec) {
+    let argv = isolated_command(ctx, plan.classification).unwrap_or_else(|| ctx.test.argv.clone());
+    (shell_words::join(&argv), ctx.spec(&argv, &[]))
+}
+
+/// Steps 1 and 2: the reproduction (from the classification) and the
+/// regression test failing at the bad revision.
+async fn regression_before(
     ctx: &Context,
     plan: &RevertPlan<'_>,
-    worktree: &Worktree,
     sandbox: &dyn Sandbox,
-    partial: Option<&str>,
-) -> Result<(Vec<Experiment>, Option<String>)> {
-    let keep = ctx.config.stored_output_limit;
-    let baseline = plan.classification.baseline.as_ref();
-    let runner = ctx.test.runner;
-    let regression_argv =
-        isolated_command(ctx, plan.classification).unwrap_or_else(|| ctx.test.argv.clone());
-    let regression_cmd = shell_words::join(&regression_argv);
-    let regression = ctx.spec(&regression_argv, &[]);
+) -> Result<Vec<Experiment>> {
+    let (regression_cmd, regression) = regression_command(ctx, plan);
     let mut experiments = vec![plan.classification.experiment.clone()];
-
-    // 2. The regression test fails before the fix.
+    if regression_cmd == ctx.test.display() && plan.classification.counts.failures > 0 {
+        // The regression test is the test command: the reproduction already
+        // ran it at this revision, and its failures are the evidence.
+        let mut reused = plan.classification.experiment.clone();
+        reused.step = Step::RegressionBefore;
+        reused.note = Some("the reproduction's runs: same command, same revision".into());
+        experiments.push(reused);
+        return Ok(experiments);
+    }
     let before = runs_until(
         sandbox,
         &regression,
         plan.passes_needed,
         Outcome::Fail,
-        runner,
-        baseline,
+        ctx.test.runner,
+        plan.classification.baseline.as_ref(),
     )
     .await?;
     experiments.extend(batch_experiment(
@@ -224,44 +396,47 @@ async fn run_contract(
         &regression_cmd,
         &ctx.bad,
         &before,
-        keep,
+        ctx.config.stored_output_limit,
         None,
     ));
+    Ok(experiments)
+}
 
-    // The fix, checked against the patch rules, committed on the hypothesis branch.
-    let applied = match partial {
-        Some(p) => {
-            patch::validate(&patch::parse(p)?)?;
-            worktree.apply(p).await
-        }
-        None => {
-            let is_merge = ctx
-                .pool
-                .workspace()
-                .git()
-                .parents(plan.culprit)
-                .await?
-                .len()
-                > 1;
-            worktree.revert_no_commit(plan.culprit, is_merge).await
-        }
-    };
-    if let Err(e) = applied {
-        experiments.push(blocked(
-            Step::RegressionAfter,
-            &regression_cmd,
-            &ctx.bad,
-            sandbox,
-            &e.message,
-        ));
-        return Ok((experiments, None));
-    }
+/// Steps 3 and 4 on the applied fix; returns all experiments and the patch.
+async fn run_contract(
+    ctx: &Context,
+    plan: &RevertPlan<'_>,
+    worktree: &Worktree,
+    sandbox: &dyn Sandbox,
+    before: &[Experiment],
+    scope: &str,
+) -> Result<(Vec<Experiment>, Option<String>)> {
+    let keep = ctx.config.stored_output_limit;
+    let baseline = plan.classification.baseline.as_ref();
+    let runner = ctx.test.runner;
+    let (regression_cmd, regression) = regression_command(ctx, plan);
+    let mut experiments = before.to_vec();
+
+    // The fix, checked against the patch rules and the oracle, committed on
+    // the hypothesis branch.
     let diff = crate::git::run_git(
         &worktree.path,
         &["diff", "--cached", "--binary", "--no-color", "HEAD"],
     )
     .await?;
-    if let Err(e) = patch::parse(&diff).and_then(|files| patch::validate(&files)) {
+    let checked = patch::parse(&diff).and_then(|files| {
+        patch::validate(&files)?;
+        let split = split_patch(files, &BTreeSet::new());
+        if split.dropped.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "patch refused: it changes test files ({})",
+                split.dropped.join(", ")
+            )))
+        }
+    });
+    if let Err(e) = checked {
         experiments.push(blocked(
             Step::RegressionAfter,
             &regression_cmd,
@@ -274,7 +449,7 @@ async fn run_contract(
     let short = &plan.culprit[..plan.culprit.len().min(12)];
     let fixed = worktree
         .commit_all(&format!(
-            "Revert {short} (TraceLab hypothesis {})\n\nProposed by TraceLab; not merged.",
+            "Revert {short} ({scope}; TraceLab hypothesis {})\n\nProposed by TraceLab; not merged.",
             plan.number
         ))
         .await?;
@@ -354,23 +529,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn failing_files_are_made_relative_to_the_worktree() {
-        let root = std::path::Path::new("/tmp/tracelab-x-abc");
-        let out = "  File \"/tmp/tracelab-x-abc/probe-3/app/calc.py\", line 3, in add\n  File \"test_app.py\", line 1\n";
-        let files = failing_files(out, root);
-        assert_eq!(
-            files.into_iter().collect::<Vec<_>>(),
-            vec!["app/calc.py", "test_app.py"]
-        );
-    }
-
-    #[test]
     fn failing_path_patch_keeps_only_touched_files() {
         let reverse = "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/NOTES b/NOTES\n--- a/NOTES\n+++ b/NOTES\n@@ -1 +1 @@\n-c\n+d\n";
         let files: BTreeSet<String> = ["app.py".to_string()].into();
-        let partial = failing_path_patch(reverse, &files).unwrap();
+        let reverse = patch::parse(reverse).unwrap();
+        let partial = failing_path_patch(&reverse, &files).unwrap();
         assert!(partial.contains("app.py") && !partial.contains("NOTES"));
         let all: BTreeSet<String> = ["app.py".to_string(), "NOTES".to_string()].into();
-        assert!(failing_path_patch(reverse, &all).is_none());
+        assert!(failing_path_patch(&reverse, &all).is_none());
+    }
+
+    #[test]
+    fn a_definition_is_on_the_failing_path_when_the_output_names_it() {
+        let out = "  File \"app.py\", line 4, in add\n    return a + b + 1\nAssertionError";
+        assert!(named_in(out, "py:app.add"));
+        assert!(named_in(out, "Calc::add"));
+        assert!(!named_in(out, "py:app.ad"));
+        assert!(!named_in(out, "py:app.scale"));
+        assert!(!named_in("address", "py:app.add"));
     }
 }

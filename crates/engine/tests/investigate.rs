@@ -69,7 +69,7 @@ async fn finds_the_culprit_behind_a_range_that_fails_differently_where_git_bisec
     let report = engine.investigate(request(&s)).await.unwrap();
     assert_eq!(report.verdict, Verdict::Regression);
     assert_eq!(
-        report.culprit.as_ref().unwrap().commit,
+        report.culprit.as_ref().unwrap().commit.commit,
         *s.culprit.as_ref().unwrap()
     );
     assert_eq!(report.state, InvestigationState::WaitingForReview);
@@ -124,7 +124,7 @@ async fn with_an_explicit_good_revision() {
     let mut req = request(&s);
     req.good = Some(s.root.clone());
     let report = engine.investigate(req).await.unwrap();
-    assert_eq!(report.culprit.unwrap().commit, s.culprit.unwrap());
+    assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
     assert_eq!(report.good.as_deref(), Some(s.root.as_str()));
 }
 
@@ -209,7 +209,7 @@ async fn finds_a_culprit_on_a_merged_branch() {
     );
     assert!(!top.reasons.is_empty());
     assert!(report.to_markdown().contains("## Where to look"));
-    assert_eq!(report.culprit.unwrap().commit, s.culprit.unwrap());
+    assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
 }
 
 #[tokio::test]
@@ -362,7 +362,7 @@ async fn a_regression_that_fails_only_sometimes_is_found_with_a_confidence() {
         "{}",
         report.to_markdown()
     );
-    assert_eq!(report.culprit.unwrap().commit, s.culprit.unwrap());
+    assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
     let flaky = report.flaky.expect("the failure rate is reported");
     assert!(flaky.failures > 0 && flaky.failures < flaky.runs);
     let bisect = report.bisect.unwrap();
@@ -380,5 +380,247 @@ async fn a_regression_that_fails_only_sometimes_is_found_with_a_confidence() {
     assert!(
         after.effective_counts().runs >= 5,
         "a flaky failure needs several clean runs after the fix"
+    );
+}
+
+/// The winner's patch, and the files it touches.
+fn patched_files(report: &tracelab_domain::report::Report) -> Vec<String> {
+    let patch = report
+        .winner
+        .as_ref()
+        .and_then(|w| w.patch.clone())
+        .unwrap_or_default();
+    tracelab_domain::patch::parse(&patch)
+        .unwrap()
+        .into_iter()
+        .map(|f| f.new_path)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_culprit_whose_revert_conflicts_is_fixed_at_symbol_level() {
+    let s = scenarios::carried_regression(24, 6);
+    // `git revert` of the culprit conflicts at the bad revision.
+    let wt = tempfile::tempdir().unwrap();
+    let wt_path = wt.path().join("wt");
+    s.repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        wt_path.to_str().unwrap(),
+        &s.head,
+    ]);
+    let revert = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&wt_path)
+        .args(["revert", "--no-commit", s.culprit.as_deref().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!revert.status.success(), "the textual revert must conflict");
+    s.repo
+        .git(&["worktree", "remove", "--force", wt_path.to_str().unwrap()]);
+
+    let (engine, _) = engine(|_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression);
+    let culprit = report.culprit.clone().expect("the culprit is reported");
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(culprit.verified, "{}", culprit.verification);
+    let winner = report.winner.clone().unwrap();
+    assert_eq!(winner.status, HypothesisStatus::Verified);
+    assert!(
+        winner
+            .status_reason
+            .contains("symbol-level restore of py:app.add"),
+        "{}",
+        winner.status_reason
+    );
+    assert_eq!(patched_files(&report), vec!["app.py"]);
+    // The later type hints on `scale` survive; `add` is back to its old body.
+    let patch = winner.patch.unwrap();
+    assert!(patch.contains("+    return a + b\n"), "{patch}");
+    assert!(
+        !patch
+            .lines()
+            .any(|l| (l.starts_with('+') || l.starts_with('-')) && l.contains("scale")),
+        "{patch}"
+    );
+    // Restoring `add` also undid the later type hints on it: the reviewer is told.
+    assert!(
+        winner.status_reason.contains("later"),
+        "{}",
+        winner.status_reason
+    );
+    assert_clean(&s, &["ai-debug/T-1-h1"]);
+}
+
+#[tokio::test]
+async fn a_fix_never_edits_the_test_that_judges_it() {
+    let s = scenarios::culprit_edits_its_test(12, 5);
+    let (engine, _) = engine(|_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression);
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(culprit.verified, "{}", culprit.verification);
+    assert_eq!(patched_files(&report), vec!["app.py"]);
+    let reason = &report.winner.as_ref().unwrap().status_reason;
+    assert!(
+        reason.contains("hunks in test files were dropped") && reason.contains("test_app.py"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn probes_run_the_bad_revisions_test_on_older_sources() {
+    let s = scenarios::old_bug_new_test(14, 4);
+    let (engine, _) = engine(|_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(culprit.verified, "{}", culprit.verification);
+    assert_eq!(patched_files(&report), vec!["app.py"]);
+    let bisect = report.bisect.unwrap();
+    assert_eq!(bisect.oracle_files, vec!["test_app.py"]);
+    assert_eq!(
+        bisect.oracle,
+        tracelab_domain::report::OracleMode::TestsAtBad
+    );
+}
+
+#[tokio::test]
+async fn with_tests_at_revision_the_test_commit_is_blamed_but_never_reverted() {
+    let s = scenarios::old_bug_new_test(14, 4);
+    let (engine, _) = engine(|c| c.tests_at_revision = true).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    // The newest commit added the failing check: it is the culprit in this
+    // mode, reported as found and not verified, and no "fix" deletes the test.
+    assert_eq!(report.verdict, Verdict::Regression);
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.head);
+    assert!(!culprit.verified);
+    assert!(
+        report
+            .winner
+            .as_ref()
+            .is_none_or(|w| w.kind != HypothesisKind::Revert)
+    );
+    let revert = report
+        .hypotheses
+        .iter()
+        .find(|h| h.kind == HypothesisKind::Revert)
+        .unwrap();
+    assert_eq!(revert.status, HypothesisStatus::Inconclusive);
+    assert!(revert.patch.is_none());
+    assert!(
+        revert.status_reason.contains("only test files"),
+        "{}",
+        revert.status_reason
+    );
+    let md = report.to_markdown();
+    assert!(md.contains("**Not verified**"), "{md}");
+}
+
+#[tokio::test]
+async fn a_flaky_good_revision_is_measured_not_an_error() {
+    let s = scenarios::scheduled_flaky(3, 8);
+    let (engine, _) = engine(|_| {}).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Flaky);
+    assert!(report.culprit.is_none());
+    let bisect = report.bisect.unwrap();
+    let at_good = bisect.good_flaky.expect("the rate at good is reported");
+    assert!(at_good.failures > 0 && at_good.runs >= at_good.failures);
+    assert!(
+        bisect
+            .note
+            .unwrap_or_default()
+            .contains("predates the good revision"),
+    );
+}
+
+#[tokio::test]
+async fn a_raised_failure_rate_is_a_flakiness_regression_with_its_commit() {
+    // Half the runs fail before the culprit, 19 in 20 after it: any two
+    // runs at good include a failure, so good is always seen to fail.
+    let s = scenarios::flakiness_regression(12, 6, "PF", "PFFFFFFFFFFFFFFFFFFF");
+    let (engine, _) = engine(|_| {}).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    assert_eq!(report.verdict, Verdict::FlakinessRegression);
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    let bisect = report.bisect.unwrap();
+    let (good, bad) = (bisect.good_flaky.unwrap(), report.flaky.unwrap());
+    assert!(good.failure_rate < bad.failure_rate, "{good:?} {bad:?}");
+}
+
+/// Progress lines, kept in order.
+#[derive(Default)]
+struct Recorded(std::sync::Mutex<Vec<String>>);
+
+impl tracelab_engine::Progress for Recorded {
+    fn report(&self, line: &str) {
+        self.0.lock().unwrap().push(line.to_string());
+    }
+}
+
+impl Recorded {
+    fn position(&self, prefix: &str) -> Option<usize> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .position(|l| l.starts_with(prefix))
+    }
+}
+
+#[tokio::test]
+async fn the_culprit_search_starts_at_the_first_failure() {
+    let s = scenarios::carried_regression(16, 7);
+    let (mut engine, _) = engine(|_| {}).await;
+    let progress = Arc::new(Recorded::default());
+    engine.progress = progress.clone();
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression);
+    assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
+    let search = progress.position("culprit search round").expect("a search");
+    let classified = progress
+        .position("the failure is Deterministic")
+        .expect("a classification");
+    assert!(
+        search < classified,
+        "the search waited for the classification: {:?}",
+        progress.0.lock().unwrap()
+    );
+    // The classification still made its full case for "deterministic".
+    assert!(report.reproduction.unwrap().counts.unwrap().runs >= 17);
+}
+
+#[tokio::test]
+async fn an_early_search_on_a_flaky_failure_is_judged_again_with_the_measured_rate() {
+    // Never fails before the culprit, one run in two after it: the early
+    // search (one pass = good) can misjudge a bad revision; the search under
+    // the measured rate must still name the culprit.
+    let s = scenarios::flakiness_regression(12, 5, "P", "PF");
+    let (mut engine, _) = engine(|_| {}).await;
+    let progress = Arc::new(Recorded::default());
+    engine.progress = progress.clone();
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
+    assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
+    let flaky = report.flaky.expect("the rate is reported");
+    assert!((0.3..=0.7).contains(&flaky.failure_rate), "{flaky:?}");
+    let classified = progress.position("the failure is Flaky").unwrap();
+    let lines = progress.0.lock().unwrap();
+    assert!(
+        lines[classified..]
+            .iter()
+            .any(|l| l.starts_with("culprit search round")),
+        "the search was not judged again under the flaky model: {lines:?}"
     );
 }

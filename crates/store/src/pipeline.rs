@@ -536,7 +536,7 @@ impl PgStore {
         )
         .bind(&body)
         .bind(report.verdict.as_str())
-        .bind(report.culprit.as_ref().map(|c| c.commit.clone()))
+        .bind(report.culprit.as_ref().map(|c| c.commit.commit.clone()))
         .bind(&id.0)
         .execute(&mut *tx)
         .await

@@ -216,7 +216,7 @@ impl InvestigationStore for PgStore {
         )
         .bind(&body)
         .bind(report.verdict.as_str())
-        .bind(report.culprit.as_ref().map(|c| c.commit.clone()))
+        .bind(report.culprit.as_ref().map(|c| c.commit.commit.clone()))
         .bind(report.state.as_str())
         .bind(&report.id.0)
         .execute(&mut *tx)

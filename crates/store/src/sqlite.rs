@@ -177,7 +177,7 @@ impl InvestigationStore for SqliteStore {
         )
         .bind(&body)
         .bind(report.verdict.as_str())
-        .bind(report.culprit.as_ref().map(|c| c.commit.clone()))
+        .bind(report.culprit.as_ref().map(|c| c.commit.commit.clone()))
         .bind(report.state.as_str())
         .bind(now())
         .bind(&report.id.0)

@@ -212,3 +212,168 @@ pub fn flaky_regression(commits: usize, culprit_at: usize, rate: f64) -> Scenari
     }
     Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
+
+const APP_TYPED_BAD: &str = "def add(a: int, b: int) -> int:\n    return a + b + (1 if a == b and a < 10 else 0)\n\n\ndef scale(x: float, factor: float) -> float:\n    return x * factor\n";
+
+/// A regression carried forward through later commits that edit the same
+/// function, so the culprit's textual revert conflicts at the bad revision.
+///
+/// `culprit_at` breaks `add(2, 2)` on one line; two commits later type hints
+/// are added to `add`'s signature (the adjacent line) and to `scale`; later
+/// commits touch `scale` again. `git revert` of the culprit conflicts; a
+/// symbol-level restore of `add` applies.
+pub fn carried_regression(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at + 3 < commits);
+    let broken = "def add(a, b):\n    return a + b + (1 if a == b and a < 10 else 0)\n\n\ndef scale(x, factor):\n    return x * factor\n";
+    let mut repo = FixtureRepo::new();
+    let root = calculator(&mut repo);
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Bias add for small equal numbers", &[("app.py", broken)]));
+        } else if i == culprit_at + 2 {
+            repo.commit(
+                "Type hints for the calculator",
+                &[("app.py", APP_TYPED_BAD)],
+            );
+        } else if i > culprit_at + 2 && i % 5 == 0 {
+            let app = APP_TYPED_BAD.replace(
+                "    return x * factor\n",
+                &format!("    # Revision {i}: factor is applied once.\n    return x * factor\n"),
+            );
+            repo.commit(&format!("Document scale ({i})"), &[("app.py", &app)]);
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
+}
+
+/// The culprit commit (a merged pull request, squashed) breaks `add` and
+/// also edits the failing test's file (a new, passing test case). The fix
+/// must revert `app.py` only: the test that judges it stays as it is.
+pub fn culprit_edits_its_test(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at < commits);
+    let test_more = TEST_APP
+        .replace(
+            "\n\nif __name__",
+            "\n\ndef test_scale():\n    assert scale(2, 3) == 6\n\n\nif __name__",
+        )
+        .replace("from app import add\n", "from app import add, scale\n")
+        .replace("    test_add()\n", "    test_scale()\n    test_add()\n");
+    let mut repo = FixtureRepo::new();
+    let root = calculator(&mut repo);
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit(
+                "Speed up add; test scale (#42)",
+                &[("app.py", APP_BAD), ("test_app.py", &test_more)],
+            ));
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
+}
+
+/// An old bug exposed by a new test: `culprit_at` breaks `add(2, 2)` while
+/// the test only checks `add(2, 3)`; the newest commit extends the test to
+/// `add(2, 2)` and fails. Running each probe's own test blames that newest
+/// commit (and "fixes" it by deleting the test); running the bad revision's
+/// test on every probe finds `culprit_at`.
+pub fn old_bug_new_test(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at + 1 < commits);
+    let weak_test = TEST_APP
+        .replace("add(2, 2)", "add(2, 3)")
+        .replace("== 4", "== 5");
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Initial calculator",
+        &[
+            ("app.py", APP_GOOD),
+            ("util.py", UTIL),
+            ("test_app.py", &weak_test),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits - 1 {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Speed up add for small numbers", &[("app.py", APP_BAD)]));
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    repo.commit("Test add with equal numbers", &[("test_app.py", TEST_APP)]);
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
+}
+
+/// A connection pool whose `acquire` fails on a fixed schedule per sandbox:
+/// run n (counted in the sandbox's private `HOME`) fails when
+/// `n % every == 1`. Deterministic "flakiness", so tests about rates are not
+/// themselves flaky; the second run in a fresh sandbox always fails.
+fn scheduled_pool(every: u32) -> String {
+    format!(
+        "import os\n\nEVERY = {every}\n\n\ndef acquire():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return n % EVERY != 1\n"
+    )
+}
+
+const TEST_RACE: &str =
+    "from pool import acquire\n\nassert acquire(), \"race lost: no connection\"\nprint(\"ok\")\n";
+
+/// The pool's outcomes follow `pattern` cyclically, one letter per run in
+/// a sandbox (`P` pass, `F` fail): a flaky test whose every window of
+/// `pattern.len()` runs has the same failure rate, whatever the order the
+/// engine runs it in.
+fn patterned_pool(pattern: &str) -> String {
+    format!(
+        "import os\n\nPATTERN = \"{pattern}\"\n\n\ndef acquire():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return PATTERN[n % len(PATTERN)] == \"P\"\n"
+    )
+}
+
+/// A flaky test whose failure rate rises at `culprit_at`: its outcomes
+/// follow the `before` pattern, then the `after` one (see `patterned_pool`).
+pub fn flakiness_regression(
+    commits: usize,
+    culprit_at: usize,
+    before: &str,
+    after: &str,
+) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at < commits);
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Add a connection pool",
+        &[
+            ("pool.py", &patterned_pool(before)),
+            ("test_race.py", TEST_RACE),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit(
+                "Share the connection pool",
+                &[("pool.py", &patterned_pool(after))],
+            ));
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new())
+}
+
+/// A test failing one run in `every` (per sandbox) at every commit.
+pub fn scheduled_flaky(every: u32, commits: usize) -> Scenario {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Add a connection pool",
+        &[
+            ("pool.py", &scheduled_pool(every)),
+            ("test_race.py", TEST_RACE),
+        ],
+    );
+    for i in 1..commits {
+        filler(&mut repo, i);
+    }
+    Scenario::finish(repo, "python3 test_race.py", root, None, Vec::new())
+}

@@ -140,12 +140,12 @@ impl Investigator {
         use Failure::*;
         use InvestigationState::*;
         let ctx = &session.ctx;
-        let classification = reproduce(ctx).await.map_err(Investigation)?;
+        let reproduction = reproduce(ctx).await.map_err(Investigation)?;
         self.store
             .advance(id, ContextLoading, Investigating, None)
             .await
             .map_err(Infrastructure)?;
-        let proposal = propose(ctx, &classification, good)
+        let (classification, proposal) = propose(ctx, reproduction, good)
             .await
             .map_err(Investigation)?;
         let mut hypotheses = proposal.hypotheses.clone();

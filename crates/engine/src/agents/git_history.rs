@@ -4,13 +4,14 @@
 //! given.
 
 use crate::context::Context;
-use crate::probe::run_judged;
+use crate::oracle::Overlay;
+use crate::probe::run_judged_overlaid;
 use futures::future::join_all;
 use std::collections::HashMap;
 use tracelab_domain::bisect::{CulpritSearch, MAX_GRAPH_CANDIDATES, ProbeResult, SearchOutcome};
 use tracelab_domain::experiment::Outcome;
-use tracelab_domain::report::BisectSummary;
-use tracelab_domain::sequential::passes_to_trust;
+use tracelab_domain::report::{BisectSummary, OracleMode};
+use tracelab_domain::sequential::{RateDecision, RateTest, passes_to_trust};
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::{Error, Result};
 
@@ -21,6 +22,14 @@ pub struct FlakeModel {
     pub failure_rate: f64,
     pub passes_needed: u32,
     pub baseline: FailureSignature,
+    /// The oracle's test files laid over every probe (tests-at-bad mode).
+    pub overlay: Option<Overlay>,
+    /// The failure rate before a flakiness regression: probes then decide
+    /// between this rate and `failure_rate` instead of "ever fails".
+    pub background_rate: Option<f64>,
+    /// Error probability of one probe's judgement.
+    pub miss: f64,
+    pub cap: u32,
 }
 
 impl FlakeModel {
@@ -29,7 +38,16 @@ impl FlakeModel {
             failure_rate,
             passes_needed: passes_to_trust(failure_rate, miss, cap),
             baseline,
+            overlay: None,
+            background_rate: None,
+            miss,
+            cap,
         }
+    }
+
+    pub fn with_overlay(mut self, overlay: Option<Overlay>) -> Self {
+        self.overlay = overlay;
+        self
     }
 }
 
@@ -38,6 +56,8 @@ impl FlakeModel {
 pub struct HistoryFinding {
     pub culprit: Option<String>,
     pub summary: BisectSummary,
+    /// Every probe's judgement, by revision (to re-judge with another model).
+    pub probes: HashMap<String, ProbeReport>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -49,17 +69,23 @@ pub struct ProbeReport {
 
 /// Probes one revision: bad on the first failure with the baseline signature,
 /// untestable on a different failure or a blocked run, good after enough passes.
+/// With a background rate (a flakiness regression), a sequential test between
+/// the two rates decides instead.
 async fn probe(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<ProbeReport> {
+    if let Some(low) = model.background_rate {
+        return probe_rate(ctx, revision, model, low).await;
+    }
     let spec = ctx.test_spec();
     let mut runs = 0;
     let mut passes = 0;
     while passes < model.passes_needed {
-        let judged = run_judged(
+        let judged = run_judged_overlaid(
             &ctx.pool,
             revision,
             &spec,
             ctx.test.runner,
             Some(&model.baseline),
+            model.overlay.as_ref(),
         )
         .await?;
         runs += 1;
@@ -88,6 +114,80 @@ async fn probe(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<Prob
     })
 }
 
+/// Decides whether `revision` fails at the background rate or at the raised one.
+async fn probe_rate(
+    ctx: &Context,
+    revision: &str,
+    model: &FlakeModel,
+    low: f64,
+) -> Result<ProbeReport> {
+    let spec = ctx.test_spec();
+    let mut test = RateTest::new(low, model.failure_rate, model.miss, model.miss, model.cap);
+    let mut passes = 0;
+    loop {
+        if let Some((decision, _)) = test.decision() {
+            return Ok(ProbeReport {
+                result: match decision {
+                    RateDecision::High => ProbeResult::Bad,
+                    RateDecision::Low => ProbeResult::Good,
+                },
+                runs: test.runs(),
+                passes,
+            });
+        }
+        let judged = run_judged_overlaid(
+            &ctx.pool,
+            revision,
+            &spec,
+            ctx.test.runner,
+            Some(&model.baseline),
+            model.overlay.as_ref(),
+        )
+        .await?;
+        match judged.outcome {
+            Outcome::Fail => test.record(true),
+            Outcome::Pass => {
+                passes += 1;
+                test.record(false)
+            }
+            Outcome::FailedDifferently | Outcome::Blocked => {
+                return Ok(ProbeReport {
+                    result: ProbeResult::Untestable,
+                    runs: test.runs() + 1,
+                    passes,
+                });
+            }
+        }
+    }
+}
+
+/// [`probe_all`], reusing judgements already known to say the failure is
+/// there (bad) or cannot be tested; a known "good" may have come from a
+/// weaker model and is probed again.
+async fn probe_unknown(
+    ctx: &Context,
+    revisions: &[String],
+    model: &FlakeModel,
+    known: &HashMap<String, ProbeReport>,
+) -> Result<Vec<ProbeReport>> {
+    let reuse = |r: &String| {
+        known
+            .get(r)
+            .copied()
+            .filter(|k| k.result != ProbeResult::Good)
+    };
+    let todo: Vec<String> = revisions
+        .iter()
+        .filter(|r| reuse(r).is_none())
+        .cloned()
+        .collect();
+    let mut fresh = probe_all(ctx, &todo, model).await?.into_iter();
+    Ok(revisions
+        .iter()
+        .map(|r| reuse(r).unwrap_or_else(|| fresh.next().expect("one report per probe")))
+        .collect())
+}
+
 /// Probes several revisions at once (each takes pool slots as they free up).
 async fn probe_all(
     ctx: &Context,
@@ -102,6 +202,11 @@ async fn probe_all(
 
 /// The probability that every "good" judgement was right.
 fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 {
+    if model.background_rate.is_some() {
+        // Each probe's sequential test errs with probability `miss`.
+        let n = passes.into_iter().count() as i32;
+        return (1.0 - model.miss).powi(n);
+    }
     if model.failure_rate >= 1.0 {
         return 1.0;
     }
@@ -111,9 +216,19 @@ fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 
         .product()
 }
 
+/// Probes a given good revision as the search would, without judging it.
+pub async fn probe_good(ctx: &Context, good: &str, model: &FlakeModel) -> Result<ProbeReport> {
+    probe(ctx, good, model).await
+}
+
 /// Checks that a given good revision really is good.
 pub async fn check_good(ctx: &Context, good: &str, model: &FlakeModel) -> Result<ProbeReport> {
     let report = probe(ctx, good, model).await?;
+    good_or_error(good, report)
+}
+
+/// The error a deterministic failure at `--good` deserves.
+pub fn good_or_error(good: &str, report: ProbeReport) -> Result<ProbeReport> {
     match report.result {
         ProbeResult::Good => Ok(report),
         ProbeResult::Bad => Err(Error::invalid(format!(
@@ -166,7 +281,7 @@ async fn find_good(
             batch[0],
             batch[batch.len() - 1]
         ));
-        let reports = probe_all(ctx, &revisions, model).await?;
+        let reports = probe_unknown(ctx, &revisions, model, known).await?;
         for (rev, report) in revisions.iter().zip(&reports) {
             known.insert(rev.clone(), *report);
         }
@@ -194,20 +309,30 @@ async fn find_good(
     )))
 }
 
-/// Runs the whole search. `good` is a verified good revision, or `None` to find one.
+/// Runs the whole search. `good` is a verified good revision, or `None` to
+/// find one. `seed` holds judgements already made (by an earlier search
+/// under another model) that stay valid: they are not probed again. The
+/// search takes precedence over background runs in the pool.
 pub async fn find_culprit(
     ctx: &Context,
     good: Option<String>,
     model: &FlakeModel,
+    seed: HashMap<String, ProbeReport>,
 ) -> Result<HistoryFinding> {
+    let _precedence = ctx.pool.precedence();
     let git = ctx.pool.workspace().git().clone();
-    let mut known: HashMap<String, ProbeReport> = HashMap::new();
+    let mut known: HashMap<String, ProbeReport> = seed;
     let mut rounds = 0u32;
     let mut summary = BisectSummary {
         bad: ctx.bad.clone(),
         parallelism: ctx.pool.size(),
         confidence: 1.0,
         ..Default::default()
+    };
+    summary.oracle = if ctx.config.tests_at_revision {
+        OracleMode::TestsAtRevision
+    } else {
+        OracleMode::TestsAtBad
     };
     let good = match good {
         Some(g) => g,
@@ -220,11 +345,15 @@ pub async fn find_culprit(
                 return Ok(HistoryFinding {
                     culprit: None,
                     summary,
+                    probes: known.clone(),
                 });
             }
         },
     };
     summary.good = Some(good.clone());
+    if let Some(o) = &model.overlay {
+        summary.oracle_files = o.files.clone();
+    }
 
     let mut commits = git.range(&ctx.bad, &good, false).await?;
     if commits.len() > MAX_GRAPH_CANDIDATES {
@@ -317,10 +446,21 @@ pub async fn find_culprit(
             .chain(std::iter::once(model.passes_needed)),
     );
     match outcome {
-        Ok(SearchOutcome::Culprit(i)) => Ok(HistoryFinding {
-            culprit: Some(commits[i].sha.clone()),
-            summary,
-        }),
+        Ok(SearchOutcome::Culprit(i)) => {
+            let info = git.commit_info(&commits[i].sha).await?;
+            ctx.progress.report(&format!(
+                "culprit found: {} \"{}\" (confidence {:.3})",
+                short(&info.commit),
+                info.summary,
+                summary.confidence
+            ));
+            summary.culprit = Some(info);
+            Ok(HistoryFinding {
+                culprit: Some(commits[i].sha.clone()),
+                summary,
+                probes: known.clone(),
+            })
+        }
         Ok(SearchOutcome::Ambiguous(set)) => {
             summary.ambiguous = set.iter().map(|&i| commits[i].sha.clone()).collect();
             summary.note = Some(format!(
@@ -330,6 +470,7 @@ pub async fn find_culprit(
             Ok(HistoryFinding {
                 culprit: None,
                 summary,
+                probes: known.clone(),
             })
         }
         Err(e) => {
@@ -337,6 +478,7 @@ pub async fn find_culprit(
             Ok(HistoryFinding {
                 culprit: None,
                 summary,
+                probes: known.clone(),
             })
         }
     }

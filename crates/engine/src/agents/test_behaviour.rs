@@ -4,7 +4,8 @@
 //! (timezone, locale, hash seed).
 
 use crate::context::Context;
-use crate::probe::{Judged, batch_experiment, judge, run_judged};
+use crate::oracle::Overlay;
+use crate::probe::{Judged, batch_experiment, judge, run_judged, run_judged_overlaid};
 use futures::future::join_all;
 use tracelab_domain::Result;
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step};
@@ -13,7 +14,9 @@ use tracelab_domain::hypothesis::{
 };
 use tracelab_domain::ids::HypothesisId;
 use tracelab_domain::runner;
-use tracelab_domain::sequential::{Behaviour, Classifier, Decision, MAX_RUNS_CAP};
+use tracelab_domain::sequential::{
+    Behaviour, Classifier, Decision, MAX_RUNS_CAP, runs_for_duration,
+};
 use tracelab_domain::signature::FailureSignature;
 
 /// What re-running at the bad revision established.
@@ -47,18 +50,73 @@ impl Classification {
 
 /// Re-runs the test at the bad revision, k at a time, until the sequential test decides.
 pub async fn classify(ctx: &Context) -> Result<Classification> {
-    let spec = ctx.test_spec();
-    let mut classifier = Classifier::new(ctx.config.sequential);
-    let mut runs: Vec<Judged> = Vec::new();
-    let mut baseline: Option<FailureSignature> = None;
-    let mut baseline_output = None;
-    let mut blocked = 0u32;
-    let mut blocked_reason = None;
-    loop {
-        let judged_runs = classifier.runs();
-        let stuck = runs.len() as u32 >= MAX_RUNS_CAP || (judged_runs == 0 && blocked >= 2);
-        // Either the sequential test decided, or nothing more can be learnt.
-        let ending = match classifier.decision() {
+    classify_at(ctx, &ctx.bad, None, None).await
+}
+
+/// [`classify`] at any revision; with a `known` baseline only that failure
+/// counts, and `overlay` lays the oracle's test files over the checkout.
+pub async fn classify_at(
+    ctx: &Context,
+    revision: &str,
+    known: Option<&FailureSignature>,
+    overlay: Option<&Overlay>,
+) -> Result<Classification> {
+    Reproducer::new(ctx, revision, known, overlay.cloned())
+        .finish(ctx, false)
+        .await
+}
+
+/// The sequential test in progress at one revision: the runs so far and
+/// what they say. The pipeline runs it until the first failure, starts the
+/// culprit search, and finishes it in the slots the search leaves free.
+pub struct Reproducer {
+    revision: String,
+    overlay: Option<Overlay>,
+    classifier: Classifier,
+    runs: Vec<Judged>,
+    baseline: Option<FailureSignature>,
+    baseline_output: Option<String>,
+    blocked: u32,
+    blocked_reason: Option<String>,
+    /// Set once the duration budget has lowered the run cap.
+    budgeted: bool,
+}
+
+impl Reproducer {
+    pub fn new(
+        ctx: &Context,
+        revision: &str,
+        known: Option<&FailureSignature>,
+        overlay: Option<Overlay>,
+    ) -> Self {
+        Self {
+            revision: revision.to_string(),
+            overlay,
+            classifier: Classifier::new(ctx.config.sequential),
+            runs: Vec::new(),
+            baseline: known.cloned(),
+            baseline_output: None,
+            blocked: 0,
+            blocked_reason: None,
+            budgeted: false,
+        }
+    }
+
+    /// The failure under investigation and its output, once a run showed it.
+    pub fn first_failure(&self) -> Option<(&FailureSignature, &str)> {
+        match (&self.baseline, &self.baseline_output) {
+            (Some(b), Some(o)) if self.classifier.failures() > 0 => Some((b, o.as_str())),
+            _ => None,
+        }
+    }
+
+    /// The decision, or why nothing more can be learnt; `None` while the
+    /// sequential test wants more runs.
+    fn ending(&self) -> Option<(Decision, Option<String>)> {
+        let judged_runs = self.classifier.runs();
+        let stuck =
+            self.runs.len() as u32 >= MAX_RUNS_CAP || (judged_runs == 0 && self.blocked >= 2);
+        match self.classifier.decision() {
             Some(decision) => Some((decision, None)),
             None if stuck => Some((
                 Decision {
@@ -66,75 +124,154 @@ pub async fn classify(ctx: &Context) -> Result<Classification> {
                     confident: false,
                 },
                 Some(
-                    blocked_reason
+                    self.blocked_reason
                         .clone()
                         .unwrap_or_else(|| "the test never gave a judgeable result".into()),
                 ),
             )),
             None => None,
-        };
-        if let Some((decision, blocked)) = ending {
-            let experiment = batch_experiment(
-                Step::Reproduction,
-                &ctx.test.display(),
-                &ctx.bad,
-                &runs,
-                ctx.config.stored_output_limit,
-                None,
-            )
-            .expect("at least one run");
-            let mut counts = RunCounts::default();
-            runs.iter().for_each(|r| counts.record(r.outcome));
-            return Ok(Classification {
-                decision,
-                counts,
-                baseline,
-                baseline_output,
-                experiment,
-                blocked,
-            });
         }
+    }
+
+    /// Whether the sequential test has decided (or cannot go on).
+    pub fn decided(&self) -> bool {
+        self.ending().is_some()
+    }
+
+    /// Runs one batch of up to k re-runs. In the `background`, each batch
+    /// waits until no culprit search holds the pool.
+    async fn batch(&mut self, ctx: &Context, background: bool) -> Result<()> {
+        if background {
+            ctx.pool.wait_for_turn().await;
+        }
+        let spec = ctx.test_spec();
         let remaining = ctx
             .config
             .sequential
             .max_runs
-            .saturating_sub(judged_runs)
+            .saturating_sub(self.classifier.runs())
             .max(1) as usize;
         let batch = ctx.pool.size().min(remaining);
-        let results = join_all(
-            (0..batch).map(|_| run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, None)),
-        )
+        let overlay = self.overlay.as_ref();
+        let revision = self.revision.as_str();
+        let results = join_all((0..batch).map(|_| {
+            run_judged_overlaid(&ctx.pool, revision, &spec, ctx.test.runner, None, overlay)
+        }))
         .await;
         for result in results {
-            let mut judged = result?;
-            if judged.outcome == Outcome::Fail {
-                match &baseline {
-                    None => {
-                        baseline = judged.signature.clone();
-                        baseline_output = Some(judged.run.result.output.clone());
-                    }
-                    Some(base) => {
-                        let (outcome, _) = judge(&judged.run.result, ctx.test.runner, Some(base));
-                        judged.outcome = outcome;
-                    }
-                }
-            }
-            match judged.outcome {
-                Outcome::Fail => classifier.record(true),
-                Outcome::Pass => classifier.record(false),
-                Outcome::Blocked => {
-                    blocked += 1;
-                    blocked_reason = judged.run.result.blocked.clone();
-                }
-                Outcome::FailedDifferently => {}
-            }
-            runs.push(judged);
+            let judged = result?;
+            self.record(judged, ctx.test.runner);
         }
+        self.apply_budget(ctx);
         ctx.progress.report(&format!(
             "reproduction: {} runs, {} failed with the failure under investigation",
-            classifier.runs(),
-            classifier.failures()
+            self.classifier.runs(),
+            self.classifier.failures()
         ));
+        Ok(())
+    }
+
+    fn record(&mut self, mut judged: Judged, runner: runner::Runner) {
+        if judged.outcome == Outcome::Fail {
+            match &self.baseline {
+                None => {
+                    self.baseline = judged.signature.clone();
+                    self.baseline_output = Some(judged.run.result.output.clone());
+                }
+                Some(base) => {
+                    let (outcome, _) = judge(&judged.run.result, runner, Some(base));
+                    judged.outcome = outcome;
+                    if outcome == Outcome::Fail && self.baseline_output.is_none() {
+                        self.baseline_output = Some(judged.run.result.output.clone());
+                    }
+                }
+            }
+        }
+        match judged.outcome {
+            Outcome::Fail => self.classifier.record(true),
+            Outcome::Pass => self.classifier.record(false),
+            Outcome::Blocked => {
+                self.blocked += 1;
+                self.blocked_reason = judged.run.result.blocked.clone();
+            }
+            Outcome::FailedDifferently => {}
+        }
+        self.runs.push(judged);
+    }
+
+    /// After the first judged runs, a slow test's run cap comes from the
+    /// reproduction budget (`runs_for_duration`).
+    fn apply_budget(&mut self, ctx: &Context) {
+        let timed: Vec<u64> = self
+            .runs
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Fail | Outcome::Pass))
+            .map(|r| r.run.result.duration.as_millis() as u64)
+            .collect();
+        if self.budgeted || timed.is_empty() {
+            return;
+        }
+        self.budgeted = true;
+        let mean = timed.iter().sum::<u64>() / timed.len() as u64;
+        let cap = runs_for_duration(
+            mean,
+            ctx.pool.size(),
+            ctx.config.reproduction_budget.as_millis() as u64,
+            ctx.config.reproduction_min_runs,
+            ctx.config.sequential.max_runs,
+        );
+        if cap < ctx.config.sequential.max_runs {
+            ctx.progress.report(&format!(
+                "reproduction: the test takes {:.1} s, so at most {cap} re-runs",
+                mean as f64 / 1000.0
+            ));
+        }
+        self.classifier.limit_runs(cap);
+    }
+
+    /// Runs until a run shows the failure or the sequential test decides.
+    pub async fn until_first_failure(&mut self, ctx: &Context) -> Result<()> {
+        while self.first_failure().is_none() && !self.decided() {
+            self.batch(ctx, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs until the sequential test decides and returns the classification.
+    pub async fn finish(mut self, ctx: &Context, background: bool) -> Result<Classification> {
+        loop {
+            if let Some((decision, blocked)) = self.ending() {
+                return Ok(self.into_classification(ctx, decision, blocked));
+            }
+            self.batch(ctx, background).await?;
+        }
+    }
+
+    fn into_classification(
+        self,
+        ctx: &Context,
+        decision: Decision,
+        blocked: Option<String>,
+    ) -> Classification {
+        let experiment = batch_experiment(
+            Step::Reproduction,
+            &ctx.test.display(),
+            &self.revision,
+            &self.runs,
+            ctx.config.stored_output_limit,
+            None,
+        )
+        .expect("at least one run");
+        let mut counts = RunCounts::default();
+        self.runs.iter().for_each(|r| counts.record(r.outcome));
+        Classification {
+            decision,
+            counts,
+            baseline: self.baseline,
+            baseline_output: self.baseline_output,
+            experiment,
+            blocked,
+        }
     }
 }
 
