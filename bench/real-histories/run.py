@@ -33,6 +33,9 @@ from pathlib import Path
 DEFAULT_BIN = Path.home() / ".cache/tracelab/target-bench/release/tracelab"
 # The line that names the culprit: today "verifying the revert of SHA"; the
 # engine is expected to print "culprit found: SHA" — either counts.
+# "culprit candidate: SHA" is the early search's answer, printed before the
+# re-runs at bad have confirmed the failure is deterministic.
+CANDIDATE_LINE = re.compile(r"culprit candidate", re.I)
 CULPRIT_LINE = re.compile(r"culprit found|culprit:|verifying the revert of|culprit\b.*\b[0-9a-f]{7,40}\b", re.I)
 SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 
@@ -111,14 +114,18 @@ def run_tracelab(case: dict, clone: Path, env: dict, binary: Path, db: Path) -> 
     wall = time.monotonic() - start
     result = {"command": shlex.join(argv), "exit": proc.returncode, "wall_s": round(wall, 2),
               "stderr": [f"[{t:7.2f}] {line}" for t, line in lines]}
-    announced = next(((t, line) for t, line in lines if CULPRIT_LINE.search(line)), None)
+    announced = next(((t, line) for t, line in lines
+                      if CULPRIT_LINE.search(line) and not CANDIDATE_LINE.search(line)), None)
+    candidate = next(((t, line) for t, line in lines if CANDIDATE_LINE.search(line)), None)
+    result["candidate_s"] = round(candidate[0], 2) if candidate else None
     result["culprit_line"] = announced[1] if announced else None
     result["culprit_s"] = round(announced[0], 2) if announced else None
     # The search alone, from its first round to the announcement (reproduction
     # and the code index come before it).
     search_start = next((t for t, line in lines if "culprit search round 1" in line), None)
-    result["search_s"] = (round(announced[0] - search_start, 2)
-                          if announced and search_start is not None else None)
+    first_answer = candidate or announced
+    result["search_s"] = (round(first_answer[0] - search_start, 2)
+                          if first_answer and search_start is not None else None)
     try:
         report = json.loads(stdout)
     except json.JSONDecodeError:
@@ -192,8 +199,8 @@ def ratio(a, b):
 def table(rows: list[dict]) -> str:
     """The per-case Markdown table used in docs/benchmarks.md."""
     head = ("| case | commits | culprit at | bisect run: steps / wall / right | TraceLab: culprit at / end / right "
-            "| search ÷ bisect | culprit ÷ bisect | end ÷ bisect | verdict | fix VERIFIED | patch touches tests |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "| search ÷ bisect | candidate ÷ bisect | culprit ÷ bisect | end ÷ bisect | verdict | fix VERIFIED | patch touches tests |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     out = []
     for r in rows:
         b, t = r["bisect_run"], r["tracelab"]
@@ -201,7 +208,7 @@ def table(rows: list[dict]) -> str:
             f"| {r['id']} | {r['commits']} | {r['culprit_position']} "
             f"| {b['steps']} / {b['wall_s']:.1f} s / {right(b['right'], b.get('named_position'))} "
             f"| {fmt_s(t.get('culprit_s'))} / {t['wall_s']:.1f} s / {right(t.get('right'), t.get('culprit_position'))} "
-            f"| {fmt(r['search_ratio'])} | {fmt(r['culprit_ratio'])} | {fmt(r['end_ratio'])} | {t.get('verdict', 'error')} "
+            f"| {fmt(r['search_ratio'])} | {fmt(r.get('candidate_ratio'))} | {fmt(r['culprit_ratio'])} | {fmt(r['end_ratio'])} | {t.get('verdict', 'error')} "
             f"| {'yes' if t.get('verified') else 'no'} | {'YES' if t.get('patch_touches_tests') else 'no'} |")
     return head + "\n".join(out)
 
@@ -229,9 +236,11 @@ def summary(rows: list[dict]) -> dict:
     cr = [r["culprit_ratio"] for r in rows if r["culprit_ratio"] is not None]
     er = [r["end_ratio"] for r in rows if r["end_ratio"] is not None]
     sr = [r["search_ratio"] for r in rows if r["search_ratio"] is not None]
+    dr = [r["candidate_ratio"] for r in rows if r.get("candidate_ratio") is not None]
     return {
         "cases": len(rows),
         "search_over_bisect_median": round(statistics.median(sr), 2) if sr else None,
+        "candidate_over_bisect_median": round(statistics.median(dr), 2) if dr else None,
         "culprit_over_bisect_mean": round(statistics.mean(cr), 2) if cr else None,
         "culprit_over_bisect_median": round(statistics.median(cr), 2) if cr else None,
         "end_over_bisect_mean": round(statistics.mean(er), 2) if er else None,
@@ -275,6 +284,7 @@ def run_case(case: dict, env: dict, binary: Path, scratch: Path) -> dict:
         "expected": case["culprit"], "bisect_run": bisect, "tracelab": tl,
         "search_ratio": ratio(tl.get("search_s"), bisect["wall_s"]),
         "culprit_ratio": ratio(tl.get("culprit_s"), bisect["wall_s"]),
+        "candidate_ratio": ratio(tl.get("candidate_s"), bisect["wall_s"]),
         "end_ratio": ratio(tl["wall_s"], bisect["wall_s"]),
     }
 

@@ -76,11 +76,6 @@ impl Remote {
                 "--sandbox, --image, --recipe and --allow are the fleet's settings; leave them out with --server"
             );
         }
-        if run.tests_at_revision || run.max_hypotheses != 3 || run.max_patch_attempts != 2 {
-            bail!(
-                "--tests-at-revision, --max-hypotheses and --max-patch-attempts are not yet settings of the fleet's API; leave them out with --server"
-            );
-        }
         let repo = std::path::absolute(&args.repo).context("repository path")?;
         let mut body = json!({
             "repository": repo.display().to_string(),
@@ -91,6 +86,9 @@ impl Remote {
             "issue_id": args.issue_id,
             "command_timeout_ms": run.timeout * 1000,
             "max_runs": run.max_runs,
+            "tests_at_revision": run.tests_at_revision,
+            "max_hypotheses": run.max_hypotheses,
+            "max_patch_attempts": run.max_patch_attempts,
         });
         if let Some(k) = run.parallel {
             body["parallelism"] = json!(k);

@@ -186,6 +186,68 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
     eprintln!("culprit {} found by the fleet", short(culprit));
 }
 
+/// Files a decided report's winning patch changes.
+fn winner_patch_files(report: &Value) -> Vec<String> {
+    let patch = report["winner"]["patch"].as_str().unwrap_or_default();
+    tracelab_domain::patch::parse(patch)
+        .unwrap()
+        .into_iter()
+        .map(|f| f.new_path)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_fleet_keeps_the_oracle_fixed_and_fixes_a_conflicting_revert_at_symbol_level() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+
+    // Later commits edit the culprit's function: the verifier's textual
+    // revert conflicts and the symbol-level restore is VERIFIED.
+    let carried = scenarios::carried_regression(16, 5);
+    let id = fleet.submit(request(&carried, "E2E-SYM")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    let report = &view["report"];
+    assert_eq!(
+        report["verdict"],
+        "regression",
+        "{report}\n{}",
+        fleet.logs()
+    );
+    assert_eq!(
+        report["culprit"]["commit"],
+        carried.culprit.as_deref().unwrap()
+    );
+    assert_eq!(report["culprit"]["verified"], true, "{report}");
+    assert_eq!(report["bisect"]["oracle"], "tests_at_bad", "{report}");
+    assert_eq!(winner_patch_files(report), vec!["app.py".to_string()]);
+
+    // Each probe's own tests, as the request asks: the commit that added the
+    // check is blamed, reported, and never "fixed" by deleting the test.
+    let old_bug = scenarios::old_bug_new_test(10, 3);
+    let mut body = request(&old_bug, "E2E-TAR");
+    body["tests_at_revision"] = json!(true);
+    body["max_patch_attempts"] = json!(1);
+    let id = fleet.submit(body).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    let report = &view["report"];
+    assert_eq!(report["bisect"]["oracle"], "tests_at_revision", "{report}");
+    assert_eq!(
+        report["culprit"]["commit"],
+        old_bug.head.as_str(),
+        "{report}"
+    );
+    assert_eq!(report["culprit"]["verified"], false, "{report}");
+    let revert = report["hypotheses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["kind"] == "revert")
+        .expect("a revert hypothesis");
+    assert_eq!(revert["status"], "INCONCLUSIVE", "{revert}");
+    assert!(revert["patch"].is_null(), "{revert}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_verifier_killed_mid_job_is_replaced_and_results_are_stored_once() {
     let Some(b) = backends() else { return };

@@ -67,6 +67,10 @@ pub struct BisectSummary {
     /// The test files laid over each probe (tests-at-bad mode).
     #[serde(default)]
     pub oracle_files: Vec<String>,
+    /// Why the search ran each revision's own tests although the bad
+    /// revision's were asked for (they do not run on the good source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle_note: Option<String>,
     /// The failure rate measured at the good revision when it also failed
     /// (a flaky failure that predates it, or a flakiness regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]

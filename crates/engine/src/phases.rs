@@ -16,7 +16,9 @@ use tracelab_domain::bisect::ProbeResult;
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind};
 use tracelab_domain::hypothesis::{FlakyStats, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId, hypothesis_branch};
-use tracelab_domain::report::{BisectSummary, CULPRIT_CONFIDENCE, Culprit, Report, Suspect};
+use tracelab_domain::report::{
+    BisectSummary, CULPRIT_CONFIDENCE, Culprit, OracleMode, Report, Suspect,
+};
 use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP, rate_higher};
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::state::InvestigationState;
@@ -115,16 +117,18 @@ async fn early_search(
             files,
         })
     };
-    let model = FlakeModel::new(
+    let mut model = FlakeModel::new(
         1.0,
         ctx.config.good_miss_probability,
         MAX_RUNS_CAP,
         baseline,
     )
     .with_overlay(overlay);
+    model.provisional = true;
+    // Held across the good check and the search, so no re-run slips in between.
+    let _precedence = ctx.pool.precedence();
     if let Some(g) = &good {
-        let _precedence = ctx.pool.precedence();
-        let report = git_history::probe_good(ctx, g, &model).await.ok()?;
+        let report = git_history::probe_good(ctx, g, &mut model).await.ok()?;
         if report.result != ProbeResult::Good {
             return None;
         }
@@ -176,7 +180,7 @@ async fn check_good(
     ctx: &Context,
     classification: &Classification,
     good: &str,
-    model: &FlakeModel,
+    model: &mut FlakeModel,
 ) -> Result<GoodCheck> {
     let report = git_history::probe_good(ctx, good, model).await?;
     if classification.decision.behaviour != Behaviour::Flaky || report.result != ProbeResult::Bad {
@@ -257,8 +261,17 @@ async fn propose_classified(
         if classification.decision.behaviour == Behaviour::Deterministic
             && let Some(finding) = early
         {
+            if let Some(c) = &finding.summary.culprit {
+                ctx.progress.report(&format!(
+                    "culprit found: {} \"{}\" (confidence {:.3}; the failure is deterministic, so the search's judgements stand)",
+                    &c.commit[..c.commit.len().min(12)],
+                    c.summary,
+                    finding.summary.confidence
+                ));
+            }
             return Ok(Some((finding, model)));
         }
+        let early_oracle = early.as_ref().map(|f| f.summary.oracle);
         let seed: HashMap<_, _> = match (&early, model.background_rate) {
             (Some(f), None) => f
                 .probes
@@ -270,7 +283,7 @@ async fn propose_classified(
         };
         let mut good_flaky = None;
         if let Some(g) = &good {
-            match check_good(ctx, classification, g, &model).await? {
+            match check_good(ctx, classification, g, &mut model).await? {
                 GoodCheck::Good => {}
                 GoodCheck::FlakyAlready(stats) => {
                     let summary = BisectSummary {
@@ -306,7 +319,13 @@ async fn propose_classified(
                 }
             }
         }
-        let seed = if model.background_rate.is_some() {
+        // Judgements stay valid only under the same rate model and oracle.
+        let oracle = if model.overlay.is_some() {
+            OracleMode::TestsAtBad
+        } else {
+            OracleMode::TestsAtRevision
+        };
+        let seed = if model.background_rate.is_some() || early_oracle != Some(oracle) {
             HashMap::new()
         } else {
             seed
@@ -346,9 +365,12 @@ async fn propose_classified(
         Err(note) => proposal.notes.push(note),
     }
     if let Some((finding, model)) = history {
-        if let Some(note) = &finding.summary.note {
-            proposal.notes.push(note.clone());
-        }
+        proposal.notes.extend(
+            [&finding.summary.oracle_note, &finding.summary.note]
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
         proposal.bisect = Some(finding.summary);
         if let Some(culprit) = finding.culprit
             && proposal.hypotheses.len() < ctx.config.max_hypotheses

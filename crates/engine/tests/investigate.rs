@@ -624,3 +624,37 @@ async fn an_early_search_on_a_flaky_failure_is_judged_again_with_the_measured_ra
         "the search was not judged again under the flaky model: {lines:?}"
     );
 }
+
+#[tokio::test]
+async fn a_test_file_the_good_source_cannot_run_falls_back_to_each_revisions_tests() {
+    let s = scenarios::test_uses_newer_api(14, 3, 8);
+    let (with_good, _) = engine(|_| {}).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = with_good.investigate(req).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(culprit.verified, "{}", culprit.verification);
+    let bisect = report.bisect.clone().unwrap();
+    assert_eq!(
+        bisect.oracle,
+        tracelab_domain::report::OracleMode::TestsAtRevision
+    );
+    let note = bisect.oracle_note.expect("the fallback is explained");
+    assert!(note.contains("test_app.py"), "{note}");
+    assert!(report.notes.iter().any(|n| n == &note));
+    assert_eq!(patched_files(&report), vec!["app.py".to_string()]);
+
+    // Without --good, a walk back that finds only revisions the test file
+    // cannot run on (the API came in commit 1, the bug in commit 2) falls
+    // back the same way and judges the root good.
+    let early = scenarios::test_uses_newer_api(14, 1, 2);
+    let (walking_back, _) = engine(|_| {}).await;
+    let report = walking_back.investigate(request(&early)).await.unwrap();
+    assert_eq!(
+        report.culprit.unwrap().commit.commit,
+        early.culprit.clone().unwrap()
+    );
+    assert!(report.bisect.unwrap().oracle_note.is_some());
+}

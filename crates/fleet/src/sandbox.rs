@@ -89,6 +89,10 @@ pub fn engine_config(limits: Option<&Limits>, sandbox: &SandboxSettings) -> Resu
         if l.max_hypotheses > 0 {
             config.max_hypotheses = l.max_hypotheses as usize;
         }
+        if l.max_patch_attempts > 0 {
+            config.max_patch_attempts = l.max_patch_attempts as usize;
+        }
+        config.tests_at_revision = l.tests_at_revision;
     }
     config.validate()?;
     Ok(config)

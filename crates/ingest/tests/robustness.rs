@@ -406,9 +406,8 @@ fn a_100_mb_input_is_capped_and_the_tail_failure_found() {
         Some("shop.errors.InventoryUnavailable")
     );
     assert_bounded(&out, &opts);
-    // A debug build on a loaded 2-core machine takes about 4.5 s; the cap,
-    // not the input, sets this.
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // Speed belongs to the benchmarks (crates/ingest/benches); a wall-clock
+    // bound here would fail on a loaded machine, not on slow code.
     println!("100 MB input parsed in {took:?}");
 }
 

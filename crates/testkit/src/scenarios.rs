@@ -308,6 +308,45 @@ pub fn old_bug_new_test(commits: usize, culprit_at: usize) -> Scenario {
     Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
 
+/// The failing test's file uses an API added after the good revision:
+/// `api_at` adds `app.double` and a test of it to `test_app.py`, and
+/// `culprit_at` (later) breaks `add`. The bad revision's test file cannot
+/// even be imported on the root's source, so the search must fall back to
+/// each revision's own tests to judge the root good.
+pub fn test_uses_newer_api(commits: usize, api_at: usize, culprit_at: usize) -> Scenario {
+    assert!(api_at >= 1 && api_at < culprit_at && culprit_at < commits);
+    const DOUBLE: &str = "\n\ndef double(x):\n    return 2 * x\n";
+    let test_double = TEST_APP
+        .replace("from app import add\n", "from app import add, double\n")
+        .replace(
+            "\n\nif __name__",
+            "\n\ndef test_double():\n    assert double(3) == 6\n\n\nif __name__",
+        )
+        .replace("    test_add()\n", "    test_double()\n    test_add()\n");
+    let mut repo = FixtureRepo::new();
+    let root = calculator(&mut repo);
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == api_at {
+            repo.commit(
+                "Add double()",
+                &[
+                    ("app.py", &format!("{APP_GOOD}{DOUBLE}")),
+                    ("test_app.py", &test_double),
+                ],
+            );
+        } else if i == culprit_at {
+            culprit = Some(repo.commit(
+                "Speed up add for small numbers",
+                &[("app.py", &format!("{APP_BAD}{DOUBLE}"))],
+            ));
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
+}
+
 /// A connection pool whose `acquire` fails on a fixed schedule per sandbox:
 /// run n (counted in the sandbox's private `HOME`) fails when
 /// `n % every == 1`. Deterministic "flakiness", so tests about rates are not

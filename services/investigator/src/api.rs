@@ -50,6 +50,12 @@ pub struct CreateRequest {
     pub parallelism: Option<u32>,
     pub command_timeout_ms: Option<u64>,
     pub max_runs: Option<u32>,
+    /// Probes run each revision's own tests (default: the bad revision's
+    /// failing test files on every probe).
+    #[serde(default)]
+    pub tests_at_revision: bool,
+    pub max_hypotheses: Option<u32>,
+    pub max_patch_attempts: Option<u32>,
 }
 
 /// An investigation as the API shows it. `report` is the Report JSON
@@ -141,8 +147,10 @@ impl Api {
                 parallelism: request.parallelism.unwrap_or(0),
                 command_timeout_ms: request.command_timeout_ms.unwrap_or(0),
                 max_runs: request.max_runs.unwrap_or(0),
-                max_hypotheses: 0,
+                max_hypotheses: request.max_hypotheses.unwrap_or(0),
                 verification_deadline_ms: self.verification_deadline.as_millis() as u64,
+                tests_at_revision: request.tests_at_revision,
+                max_patch_attempts: request.max_patch_attempts.unwrap_or(0),
             }),
             requested_by: caller.name.clone(),
         };

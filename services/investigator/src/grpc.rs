@@ -102,6 +102,9 @@ impl Investigations for Service {
             parallelism: Some(r.parallelism).filter(|n| *n > 0),
             command_timeout_ms: Some(r.command_timeout_ms).filter(|n| *n > 0),
             max_runs: Some(r.max_runs).filter(|n| *n > 0),
+            tests_at_revision: r.tests_at_revision,
+            max_hypotheses: Some(r.max_hypotheses).filter(|n| *n > 0),
+            max_patch_attempts: Some(r.max_patch_attempts).filter(|n| *n > 0),
         };
         let view = self
             .api

@@ -30,6 +30,12 @@ pub struct FlakeModel {
     /// Error probability of one probe's judgement.
     pub miss: f64,
     pub cap: u32,
+    /// The model is assumed (deterministic) before the re-runs at bad have
+    /// classified the failure: what it finds is a candidate.
+    pub provisional: bool,
+    /// Set when the overlay was dropped because the search's bounds could
+    /// not run the bad revision's tests.
+    pub oracle_note: Option<String>,
 }
 
 impl FlakeModel {
@@ -42,6 +48,8 @@ impl FlakeModel {
             background_rate: None,
             miss,
             cap,
+            provisional: false,
+            oracle_note: None,
         }
     }
 
@@ -217,14 +225,32 @@ fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 
 }
 
 /// Probes a given good revision as the search would, without judging it.
-pub async fn probe_good(ctx: &Context, good: &str, model: &FlakeModel) -> Result<ProbeReport> {
+/// When the bad revision's test files cannot run on the good revision's
+/// source (the good revision is untestable under the overlay: the tests use
+/// an API the old source lacks), the oracle cannot judge the search's
+/// bounds: the model falls back to each revision's own tests, says why, and
+/// the good revision is probed again.
+pub async fn probe_good(ctx: &Context, good: &str, model: &mut FlakeModel) -> Result<ProbeReport> {
+    let report = probe(ctx, good, model).await?;
+    if report.result != ProbeResult::Untestable || model.overlay.is_none() {
+        return Ok(report);
+    }
+    fall_back_to_own_tests(ctx, model, &format!("the good revision {}", short(good)));
     probe(ctx, good, model).await
 }
 
-/// Checks that a given good revision really is good.
-pub async fn check_good(ctx: &Context, good: &str, model: &FlakeModel) -> Result<ProbeReport> {
-    let report = probe(ctx, good, model).await?;
-    good_or_error(good, report)
+/// Drops the overlay from `model`, with the note the report carries.
+fn fall_back_to_own_tests(ctx: &Context, model: &mut FlakeModel, which: &str) {
+    let files = model
+        .overlay
+        .take()
+        .map(|o| o.files.join(", "))
+        .unwrap_or_default();
+    let note = format!(
+        "the bad revision's test files ({files}) do not run on the source of {which} (it fails differently), so every probe ran its own tests: a commit that only changed the test can be blamed (it is never reverted)"
+    );
+    ctx.progress.report(&note);
+    model.oracle_note = Some(note);
 }
 
 /// The error a deterministic failure at `--good` deserves.
@@ -320,6 +346,7 @@ pub async fn find_culprit(
     seed: HashMap<String, ProbeReport>,
 ) -> Result<HistoryFinding> {
     let _precedence = ctx.pool.precedence();
+    let mut owned = model.clone();
     let git = ctx.pool.workspace().git().clone();
     let mut known: HashMap<String, ProbeReport> = seed;
     let mut rounds = 0u32;
@@ -334,21 +361,37 @@ pub async fn find_culprit(
     } else {
         OracleMode::TestsAtBad
     };
-    let good = match good {
-        Some(g) => g,
-        None => match find_good(ctx, model, &mut known, &mut rounds).await? {
-            Ok(g) => g,
-            Err(why) => {
-                summary.rounds = rounds;
-                summary.test_runs = known.values().map(|r| r.runs).sum();
-                summary.note = Some(why);
-                return Ok(HistoryFinding {
-                    culprit: None,
-                    summary,
-                    probes: known.clone(),
-                });
-            }
-        },
+    let mut found = match &good {
+        Some(g) => Ok(g.clone()),
+        None => find_good(ctx, &owned, &mut known, &mut rounds).await?,
+    };
+    if found.is_err()
+        && owned.overlay.is_some()
+        && known.values().any(|r| r.result == ProbeResult::Untestable)
+    {
+        // Older sources cannot run the bad revision's tests: look again
+        // with each revision's own tests.
+        fall_back_to_own_tests(ctx, &mut owned, "the older revisions");
+        known.clear();
+        found = find_good(ctx, &owned, &mut known, &mut rounds).await?;
+    }
+    let model = &owned;
+    summary.oracle_note = model.oracle_note.clone();
+    if model.overlay.is_none() {
+        summary.oracle = OracleMode::TestsAtRevision;
+    }
+    let good = match found {
+        Ok(g) => g,
+        Err(why) => {
+            summary.rounds = rounds;
+            summary.test_runs = known.values().map(|r| r.runs).sum();
+            summary.note = Some(why);
+            return Ok(HistoryFinding {
+                culprit: None,
+                summary,
+                probes: known.clone(),
+            });
+        }
     };
     summary.good = Some(good.clone());
     if let Some(o) = &model.overlay {
@@ -448,11 +491,21 @@ pub async fn find_culprit(
     match outcome {
         Ok(SearchOutcome::Culprit(i)) => {
             let info = git.commit_info(&commits[i].sha).await?;
+            let what = if model.provisional {
+                "culprit candidate"
+            } else {
+                "culprit found"
+            };
             ctx.progress.report(&format!(
-                "culprit found: {} \"{}\" (confidence {:.3})",
+                "{what}: {} \"{}\" (confidence {:.3}{})",
                 short(&info.commit),
                 info.summary,
-                summary.confidence
+                summary.confidence,
+                if model.provisional {
+                    ", if the failure is deterministic; the re-runs at bad will tell"
+                } else {
+                    ""
+                }
             ));
             summary.culprit = Some(info);
             Ok(HistoryFinding {
