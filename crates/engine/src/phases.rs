@@ -106,6 +106,9 @@ async fn early_search(
     output: &str,
     good: Option<String>,
 ) -> Option<HistoryFinding> {
+    // Held from the start through the good check and the search, so no
+    // re-run slips in between.
+    let _precedence = ctx.pool.precedence();
     let overlay = if ctx.config.tests_at_revision {
         None
     } else {
@@ -125,8 +128,6 @@ async fn early_search(
     )
     .with_overlay(overlay);
     model.provisional = true;
-    // Held across the good check and the search, so no re-run slips in between.
-    let _precedence = ctx.pool.precedence();
     if let Some(g) = &good {
         let report = git_history::probe_good(ctx, g, &mut model).await.ok()?;
         if report.result != ProbeResult::Good {

@@ -446,9 +446,13 @@ impl Inner {
         }
     }
 
-    /// Reads the exit code once the exec has stopped running.
+    /// Reads the exit code once the exec has stopped running. Its output
+    /// has ended, so the process is exiting; a loaded engine can take a
+    /// while to say so, hence a deadline rather than a number of polls.
     async fn exit_code(&self, exec_id: &str) -> Result<Option<i64>> {
-        for _ in 0..100 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let mut pause = Duration::from_millis(5);
+        loop {
             let inspect = self
                 .docker
                 .inspect_exec(exec_id)
@@ -457,9 +461,12 @@ impl Inner {
             if inspect.running != Some(true) {
                 return Ok(inspect.exit_code);
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
         }
-        Ok(None)
     }
 
     /// A short housekeeping command as `uid`; returns its exit code and output.

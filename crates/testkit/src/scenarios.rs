@@ -113,10 +113,12 @@ pub fn linear_regression(commits: usize, culprit_at: usize, test_seconds: f64) -
     Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
 
-/// A test that fails with probability `rate` at every commit (no culprit).
+/// A test that fails a fraction `rate` of its runs at every commit (no
+/// culprit), on a fixed schedule per sandbox (`spread_schedule`).
 pub fn flaky(rate: f64, commits: usize) -> Scenario {
     let test = format!(
-        "import random\n\nvalue = random.random()\nassert value >= {rate}, f\"race lost: value {{value:.3f}} below {rate}\"\nprint(\"ok\")\n"
+        "{}\n\nassert not fails_now(), \"race lost: the connection was taken\"\nprint(\"ok\")\n",
+        spread_schedule(rate)
     );
     let mut repo = FixtureRepo::new();
     let root = repo.commit("Add a racy test", &[("test_race.py", &test)]);
@@ -124,6 +126,23 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
         filler(&mut repo, i);
     }
     Scenario::finish(repo, "python3 test_race.py", root, None, Vec::new())
+}
+
+/// Python defining `fails_now()`: true for a fraction `rate` of the runs in
+/// one sandbox, spread evenly over every 20 (the run number is counted in
+/// the sandbox's private `HOME`). A flaky test whose rate holds in every
+/// window, so tests about flakiness cannot fail by bad luck.
+fn spread_schedule(rate: f64) -> String {
+    let pattern: String = (0..20)
+        .map(|i| {
+            let before = (f64::from(i) * rate).floor();
+            let after = (f64::from(i + 1) * rate).floor();
+            if after > before { 'F' } else { 'P' }
+        })
+        .collect();
+    format!(
+        "import os\n\nSCHEDULE = \"{pattern}\"\n\n\ndef fails_now():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return SCHEDULE[n % len(SCHEDULE)] == \"F\"\n"
+    )
 }
 
 /// The regression is introduced on a feature branch that is merged into main.
@@ -195,10 +214,12 @@ pub fn order_dependent() -> Scenario {
 }
 
 /// A regression that makes the test fail only sometimes: from commit
-/// `culprit_at` on, `add` is wrong when a race is lost (probability `rate`).
+/// `culprit_at` on, `add` is wrong when a race is lost (a fraction `rate` of
+/// the runs, on a fixed schedule per sandbox).
 pub fn flaky_regression(commits: usize, culprit_at: usize, rate: f64) -> Scenario {
     let racy = format!(
-        "import random\n\n\ndef add(a, b):\n    # Cache lookups race with writers.\n    if random.random() < {rate}:\n        return a + b + 1\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n"
+        "{}\n\ndef add(a, b):\n    # Cache lookups race with writers.\n    if fails_now():\n        return a + b + 1\n    return a + b\n\n\ndef scale(x, factor):\n    return x * factor\n",
+        spread_schedule(rate)
     );
     let mut repo = FixtureRepo::new();
     let root = calculator(&mut repo);
