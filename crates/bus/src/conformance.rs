@@ -348,7 +348,10 @@ pub async fn crash_looping_job_is_dead_lettered(bus: &dyn Bus) {
         if let Some(letter) = dlq.next(Duration::from_millis(100)).await.expect("next") {
             break letter;
         }
-        assert!(Instant::now() < deadline, "no dead letter within {ARRIVES:?}");
+        assert!(
+            Instant::now() < deadline,
+            "no dead letter within {ARRIVES:?}"
+        );
     };
     let meta = DeadLetter::read(&letter.message).unwrap();
     assert_eq!((meta.original_id.as_str(), meta.delivered), ("job-loop", 3));

@@ -69,6 +69,15 @@ impl RunCounts {
             Outcome::FailedDifferently | Outcome::Blocked => self.other += 1,
         }
     }
+    /// Both tallies together.
+    pub fn plus(self, other: RunCounts) -> RunCounts {
+        RunCounts {
+            runs: self.runs + other.runs,
+            failures: self.failures + other.failures,
+            other: self.other + other.other,
+        }
+    }
+
     pub fn passes(&self) -> u32 {
         self.runs - self.failures - self.other
     }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tracelab_domain::arbiter::select_winner;
 use tracelab_domain::bisect::ProbeResult;
+use tracelab_domain::experiment::RunCounts;
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind};
 use tracelab_domain::hypothesis::{FlakyStats, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId, hypothesis_branch};
@@ -170,8 +171,9 @@ enum GoodCheck {
     /// predates it and there is nothing to search.
     FlakyAlready(FlakyStats),
     /// It fails, but significantly less often: search for the commit that
-    /// raised the rate, with the rate measured at good as the background.
-    FlakinessRaised(FlakyStats),
+    /// raised the rate, with the rate measured at good as the background
+    /// (and the rate at bad, with any runs added to compare them).
+    FlakinessRaised(FlakyStats, f64),
 }
 
 /// Checks `--good`. A deterministic failure there is the user's error; a
@@ -199,17 +201,44 @@ async fn check_good(
         model.overlay.as_ref(),
     )
     .await?;
-    let stats = at_good.flaky_stats();
-    let bad = classification.counts;
-    let raised = rate_higher(
-        at_good.counts.failures,
-        at_good.counts.runs,
-        bad.failures,
-        bad.runs,
-        2.33,
-    );
+    let Some(baseline) = classification.baseline.as_ref() else {
+        return Ok(GoodCheck::FlakyAlready(at_good.flaky_stats()));
+    };
+    let (mut at_good, mut at_bad) = (at_good.counts, classification.counts);
+    // The sequential test stops once a rate is known to ±0.15, which is not
+    // enough to tell 0.05 from 0.3 every time: while the difference is
+    // neither significant (z ≥ 2.33) nor clearly absent (z < 1 after 50
+    // runs each), both revisions get 10 more runs, up to the run cap.
+    let judged = |c: RunCounts| c.failures + c.passes();
+    let higher = |g: RunCounts, b: RunCounts, z: f64| {
+        rate_higher(g.failures, judged(g), b.failures, judged(b), z)
+    };
+    let raised = loop {
+        if higher(at_good, at_bad, 2.33) {
+            break true;
+        }
+        let (ng, nb) = (judged(at_good), judged(at_bad));
+        let settled = !higher(at_good, at_bad, 1.0) && ng >= 50 && nb >= 50;
+        if settled || (ng >= MAX_RUNS_CAP && nb >= MAX_RUNS_CAP) {
+            break false;
+        }
+        ctx.progress.report(&format!(
+            "comparing failure rates: {}/{ng} at good, {}/{nb} at bad; 10 more runs each",
+            at_good.failures, at_bad.failures
+        ));
+        let overlay = model.overlay.clone();
+        let (g, b) = futures::future::try_join(
+            test_behaviour::more_runs(ctx, good, baseline, overlay.as_ref(), 10),
+            test_behaviour::more_runs(ctx, &ctx.bad, baseline, None, 10),
+        )
+        .await?;
+        at_good = at_good.plus(g);
+        at_bad = at_bad.plus(b);
+    };
+    let stats = FlakyStats::from_counts(at_good, true);
+    let bad_rate = at_bad.failure_rate();
     Ok(if raised {
-        GoodCheck::FlakinessRaised(stats)
+        GoodCheck::FlakinessRaised(stats, bad_rate)
     } else {
         GoodCheck::FlakyAlready(stats)
     })
@@ -314,8 +343,14 @@ async fn propose_classified(
                         model,
                     )));
                 }
-                GoodCheck::FlakinessRaised(stats) => {
-                    model.background_rate = Some(stats.failure_rate);
+                GoodCheck::FlakinessRaised(stats, bad_rate) => {
+                    // The background is the upper end of good's 95% interval
+                    // (never above the midpoint), so a revision before the
+                    // culprit that fails now and then is not called bad: a
+                    // good measured 0/50 may still fail 1 run in 15.
+                    model.failure_rate = bad_rate;
+                    let midpoint = (stats.failure_rate + bad_rate) / 2.0;
+                    model.background_rate = Some(stats.interval.1.min(midpoint));
                     good_flaky = Some(stats);
                 }
             }

@@ -6,7 +6,7 @@
 //! `PROPTEST_CASES=5000 cargo test -p tracelab-ingest --test robustness`.
 
 use proptest::prelude::*;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tracelab_ingest::ci::{LogTail, ReportFile};
 use tracelab_ingest::otlp::OtlpEncoding;
 use tracelab_ingest::{

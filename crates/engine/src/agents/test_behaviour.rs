@@ -275,6 +275,40 @@ impl Reproducer {
     }
 }
 
+/// `runs` more judged runs at `revision` (k at a time), counted against the
+/// failure under investigation: to compare two failure rates with enough
+/// evidence when the sequential test's runs were not.
+pub async fn more_runs(
+    ctx: &Context,
+    revision: &str,
+    baseline: &FailureSignature,
+    overlay: Option<&Overlay>,
+    runs: u32,
+) -> Result<RunCounts> {
+    let spec = ctx.test_spec();
+    let mut counts = RunCounts::default();
+    let mut left = runs;
+    while left > 0 {
+        let batch = (ctx.pool.size() as u32).min(left);
+        let results = join_all((0..batch).map(|_| {
+            run_judged_overlaid(
+                &ctx.pool,
+                revision,
+                &spec,
+                ctx.test.runner,
+                Some(baseline),
+                overlay,
+            )
+        }))
+        .await;
+        for judged in results {
+            counts.record(judged?.outcome);
+        }
+        left -= batch;
+    }
+    Ok(counts)
+}
+
 /// The flaky hypothesis, when the re-runs showed both outcomes.
 pub fn flaky_hypothesis(
     ctx: &Context,
