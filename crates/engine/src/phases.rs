@@ -140,27 +140,46 @@ async fn early_search(
         .ok()
 }
 
+/// What the pipeline started at the first failure, before the re-runs
+/// had classified it.
+struct Early {
+    search: Option<HistoryFinding>,
+    suspects: Option<std::result::Result<Vec<Suspect>, String>>,
+}
+
 /// Finishes the reproduction while the culprit search runs from its first
 /// failure; the search has the pool first, the re-runs take what it leaves.
+/// The code index reads the first failure's output meanwhile (it needs no
+/// pool slot).
 async fn classify_with_early_search(
     ctx: &Context,
     reproduction: Reproduction,
     good: Option<String>,
-) -> Result<(Classification, Option<HistoryFinding>)> {
+) -> Result<(Classification, Early)> {
     let reproducer = match reproduction {
-        Reproduction::Decided(c) => return Ok((c, None)),
+        Reproduction::Decided(c) => {
+            let none = Early {
+                search: None,
+                suspects: None,
+            };
+            return Ok((c, none));
+        }
         Reproduction::FirstFailure(r) => r,
     };
     let (baseline, output) = reproducer
         .first_failure()
         .map(|(b, o)| (b.clone(), o.to_string()))
         .ok_or_else(|| Error::internal("a started reproduction has seen its failure"))?;
-    let rest = reproducer.finish(ctx, true);
+    // The search is polled first, so it holds precedence before the re-runs
+    // ask for a slot.
     let early = early_search(ctx, baseline, &output, good);
-    let (classification, early) = futures::future::join(rest, early).await;
+    let suspects = code_path::suspects_for(ctx, Some(output.clone()));
+    let rest = reproducer.finish(ctx, true);
+    let (search, suspects, classification) = futures::future::join3(early, suspects, rest).await;
     let classification = classification?;
     report_behaviour(ctx, &classification);
-    Ok((classification, early))
+    let suspects = Some(suspects);
+    Ok((classification, Early { search, suspects }))
 }
 
 /// What checking a given `--good` established.
@@ -266,8 +285,12 @@ async fn propose_classified(
     ctx: &Context,
     classification: &Classification,
     good: Option<String>,
-    early: Option<HistoryFinding>,
+    early: Early,
 ) -> Result<Proposal> {
+    let Early {
+        search: early,
+        suspects: early_suspects,
+    } = early;
     let history = async {
         let Some(baseline) = classification.baseline.clone() else {
             return Ok(None);
@@ -376,8 +399,13 @@ async fn propose_classified(
         Ok::<_, Error>((order, env))
     };
     let agents = futures::future::try_join(history, behaviour_agent);
-    let (agents, suspects) =
-        futures::future::join(agents, code_path::suspects(ctx, classification)).await;
+    let suspects = async {
+        match early_suspects {
+            Some(known) => known,
+            None => code_path::suspects(ctx, classification).await,
+        }
+    };
+    let (agents, suspects) = futures::future::join(agents, suspects).await;
     let (history, (order, env)) = agents?;
     // Numbers follow a fixed agent order, whatever finished first.
     let mut hypotheses: Vec<Hypothesis> = Vec::new();

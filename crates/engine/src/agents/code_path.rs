@@ -20,7 +20,13 @@ pub async fn suspects(
     ctx: &Context,
     classification: &Classification,
 ) -> Result<Vec<Suspect>, String> {
-    let Some(output) = classification.baseline_output.clone() else {
+    suspects_for(ctx, classification.baseline_output.clone()).await
+}
+
+/// The suspects for the first failing run's output (the pipeline starts
+/// this at the first failure, beside the culprit search).
+pub async fn suspects_for(ctx: &Context, output: Option<String>) -> Result<Vec<Suspect>, String> {
+    let Some(output) = output else {
         return Ok(Vec::new());
     };
     // Frames name files in a probe worktree (`<root>/probe-0/app.py`); the
