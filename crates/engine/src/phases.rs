@@ -193,6 +193,10 @@ enum GoodCheck {
     /// raised the rate, with the rate measured at good as the background
     /// (and the rate at bad, with any runs added to compare them).
     FlakinessRaised(FlakyStats, f64),
+    /// It never failed in the runs made there, which bounds its rate (the
+    /// upper end of the interval) without proving it zero: a flake-aware
+    /// search against that bound, for a flaky failure a commit introduced.
+    CleanWithin(FlakyStats, f64),
 }
 
 /// Checks `--good`. A deterministic failure there is the user's error; a
@@ -205,12 +209,18 @@ async fn check_good(
     model: &mut FlakeModel,
 ) -> Result<GoodCheck> {
     let report = git_history::probe_good(ctx, good, model).await?;
-    if classification.decision.behaviour != Behaviour::Flaky || report.result != ProbeResult::Bad {
+    // A flaky failure's good revision is measured whatever its first runs
+    // showed: passing the few runs a probe needs proves little against a
+    // background rate of a few percent (0.95^13 = 0.51), and a search that
+    // takes such a revision as clean blames the first background failure.
+    if classification.decision.behaviour != Behaviour::Flaky
+        || report.result == ProbeResult::Untestable
+    {
         git_history::good_or_error(good, report)?;
         return Ok(GoodCheck::Good);
     }
     ctx.progress.report(&format!(
-        "the good revision {} also fails: measuring its failure rate",
+        "the failure is flaky: measuring the failure rate at the good revision {} too",
         &good[..good.len().min(12)]
     ));
     let at_good = test_behaviour::classify_at(
@@ -223,6 +233,15 @@ async fn check_good(
     let Some(baseline) = classification.baseline.as_ref() else {
         return Ok(GoodCheck::FlakyAlready(at_good.flaky_stats()));
     };
+    if at_good.counts.failures == 0 {
+        // No failure in the sequential test's runs still allows a few
+        // percent: the search judges revisions between that bound and bad.
+        let stats = at_good.flaky_stats();
+        return Ok(GoodCheck::CleanWithin(
+            stats,
+            classification.counts.failure_rate(),
+        ));
+    }
     let (mut at_good, mut at_bad) = (at_good.counts, classification.counts);
     // The sequential test stops once a rate is known to ±0.15, which is not
     // enough to tell 0.05 from 0.3 every time: while the difference is
@@ -365,6 +384,11 @@ async fn propose_classified(
                         },
                         model,
                     )));
+                }
+                GoodCheck::CleanWithin(stats, bad_rate) => {
+                    model.failure_rate = bad_rate;
+                    let midpoint = bad_rate / 2.0;
+                    model.background_rate = Some(stats.interval.1.min(midpoint));
                 }
                 GoodCheck::FlakinessRaised(stats, bad_rate) => {
                     // The background is the upper end of good's 95% interval
