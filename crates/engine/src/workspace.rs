@@ -46,10 +46,30 @@ impl Workspace {
         &self.root
     }
 
+    /// Where the worktree `name` goes. Its file name is unique to this
+    /// workspace: git names a worktree's admin folder after it
+    /// (`.git/worktrees/<name>`, `<name>1` when taken), and two workspaces
+    /// adding `probe-0` to one repository at once (two investigations, or
+    /// the investigator and a verifier) race for the same folder.
+    fn worktree_path(&self, name: &str) -> PathBuf {
+        let unique = self
+            .root
+            .file_name()
+            .map(|n| {
+                n.to_string_lossy()
+                    .rsplit('-')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        self.root.join(format!("{name}-{unique}"))
+    }
+
     /// A detached worktree named `name` at `rev`.
     pub async fn detached(&self, name: &str, rev: &str) -> Result<Worktree> {
         let _turn = self.adding.lock().await;
-        let path = self.root.join(name);
+        let path = self.worktree_path(name);
         self.worktrees.lock().expect("lock").push(path.clone());
         self.git.add_worktree(&path, rev, None).await?;
         Ok(Worktree { path })
@@ -58,7 +78,7 @@ impl Workspace {
     /// A worktree on a new branch `branch` starting at `rev`.
     pub async fn on_branch(&self, name: &str, rev: &str, branch: &str) -> Result<Worktree> {
         let _turn = self.adding.lock().await;
-        let path = self.root.join(name);
+        let path = self.worktree_path(name);
         self.worktrees.lock().expect("lock").push(path.clone());
         self.branches.lock().expect("lock").push(branch.to_string());
         match self.git.add_worktree(&path, rev, Some(branch)).await {
@@ -107,20 +127,49 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// Worktrees git still lists under this workspace's root.
+    fn registered_here(&self) -> Vec<String> {
+        let Ok(out) = std::process::Command::new("git")
+            .args(["-c", "safe.directory=*", "-C"])
+            .arg(self.git.path())
+            .args(["worktree", "list", "--porcelain"])
+            .output()
+        else {
+            return Vec::new();
+        };
+        let root = self.root.to_string_lossy().to_string();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .filter(|p| p.starts_with(&root))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
 impl Drop for Workspace {
     fn drop(&mut self) {
         let worktrees = std::mem::take(&mut *self.worktrees.lock().expect("lock"));
-        for path in worktrees {
-            self.git_sync(&[
-                "worktree",
-                "remove",
-                "--force",
-                "--force",
-                &path.to_string_lossy(),
-            ]);
+        let mut paths: Vec<String> = worktrees
+            .iter()
+            .map(|p| p.to_string_lossy().to_string())
+            .collect();
+        // A `git worktree add` interrupted with the investigation (Ctrl-C)
+        // may register its worktree just after the first pass: look again
+        // for a moment, until nothing under this root is registered.
+        for _ in 0..20 {
+            for path in &paths {
+                self.git_sync(&["worktree", "remove", "--force", "--force", path]);
+            }
+            let _ = std::fs::remove_dir_all(&self.root);
+            self.git_sync(&["worktree", "prune"]);
+            paths = self.registered_here();
+            if paths.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        let _ = std::fs::remove_dir_all(&self.root);
-        self.git_sync(&["worktree", "prune"]);
         let kept = self.kept_branches.lock().expect("lock").clone();
         for branch in self
             .branches
