@@ -128,10 +128,18 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
     Scenario::finish(repo, "python3 test_race.py", root, None, Vec::new())
 }
 
-/// Python defining `fails_now()`: true for a fraction `rate` of the runs in
-/// one sandbox, spread evenly over every 20 (the run number is counted in
-/// the sandbox's private `HOME`). A flaky test whose rate holds in every
-/// window, so tests about flakiness cannot fail by bad luck.
+/// Python defining `fails_now()`: the runs in one sandbox (counted in its
+/// private `HOME`) follow `pattern` cyclically, `F` failing and `P`
+/// passing. Deterministic "flakiness", so tests about rates cannot fail by
+/// bad luck, whatever order the engine runs them in.
+fn schedule(pattern: &str) -> String {
+    format!(
+        "import os\n\nSCHEDULE = \"{pattern}\"\n\n\ndef fails_now():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return SCHEDULE[n % len(SCHEDULE)] == \"F\"\n"
+    )
+}
+
+/// [`schedule`] failing a fraction `rate` of the runs, spread evenly over
+/// every 20.
 fn spread_schedule(rate: f64) -> String {
     let pattern: String = (0..20)
         .map(|i| {
@@ -140,9 +148,7 @@ fn spread_schedule(rate: f64) -> String {
             if after > before { 'F' } else { 'P' }
         })
         .collect();
-    format!(
-        "import os\n\nSCHEDULE = \"{pattern}\"\n\n\ndef fails_now():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return SCHEDULE[n % len(SCHEDULE)] == \"F\"\n"
-    )
+    schedule(&pattern)
 }
 
 /// The regression is introduced on a feature branch that is merged into main.
@@ -373,9 +379,10 @@ pub fn test_uses_newer_api(commits: usize, api_at: usize, culprit_at: usize) -> 
 /// `n % every == 1`. Deterministic "flakiness", so tests about rates are not
 /// themselves flaky; the second run in a fresh sandbox always fails.
 fn scheduled_pool(every: u32) -> String {
-    format!(
-        "import os\n\nEVERY = {every}\n\n\ndef acquire():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return n % EVERY != 1\n"
-    )
+    let pattern: String = (0..every.max(2))
+        .map(|i| if i == 1 { 'F' } else { 'P' })
+        .collect();
+    patterned_pool(&pattern)
 }
 
 const TEST_RACE: &str =
@@ -387,7 +394,8 @@ const TEST_RACE: &str =
 /// engine runs it in.
 fn patterned_pool(pattern: &str) -> String {
     format!(
-        "import os\n\nPATTERN = \"{pattern}\"\n\n\ndef acquire():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return PATTERN[n % len(PATTERN)] == \"P\"\n"
+        "{}\n\ndef acquire():\n    return not fails_now()\n",
+        schedule(pattern)
     )
 }
 

@@ -5,7 +5,7 @@
 
 use crate::context::Context;
 use crate::oracle::Overlay;
-use crate::probe::run_judged_overlaid;
+use crate::probe::{Judged, run_judged_overlaid};
 use futures::future::join_all;
 use std::collections::HashMap;
 use tracelab_domain::bisect::{CulpritSearch, MAX_GRAPH_CANDIDATES, ProbeResult, SearchOutcome};
@@ -83,19 +83,10 @@ async fn probe(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<Prob
     if let Some(low) = model.background_rate {
         return probe_rate(ctx, revision, model, low).await;
     }
-    let spec = ctx.test_spec();
     let mut runs = 0;
     let mut passes = 0;
     while passes < model.passes_needed {
-        let judged = run_judged_overlaid(
-            &ctx.pool,
-            revision,
-            &spec,
-            ctx.test.runner,
-            Some(&model.baseline),
-            model.overlay.as_ref(),
-        )
-        .await?;
+        let judged = run_once(ctx, revision, model).await?;
         runs += 1;
         match judged.outcome {
             Outcome::Fail => {
@@ -122,6 +113,20 @@ async fn probe(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<Prob
     })
 }
 
+/// One run of the test at `revision` as the model judges it (its oracle
+/// overlay, its failure signature).
+async fn run_once(ctx: &Context, revision: &str, model: &FlakeModel) -> Result<Judged> {
+    run_judged_overlaid(
+        &ctx.pool,
+        revision,
+        &ctx.test_spec(),
+        ctx.test.runner,
+        Some(&model.baseline),
+        model.overlay.as_ref(),
+    )
+    .await
+}
+
 /// Decides whether `revision` fails at the background rate or at the raised one.
 async fn probe_rate(
     ctx: &Context,
@@ -129,7 +134,6 @@ async fn probe_rate(
     model: &FlakeModel,
     low: f64,
 ) -> Result<ProbeReport> {
-    let spec = ctx.test_spec();
     let mut test = RateTest::new(low, model.failure_rate, model.miss, model.miss, model.cap);
     let mut passes = 0;
     loop {
@@ -143,15 +147,7 @@ async fn probe_rate(
                 passes,
             });
         }
-        let judged = run_judged_overlaid(
-            &ctx.pool,
-            revision,
-            &spec,
-            ctx.test.runner,
-            Some(&model.baseline),
-            model.overlay.as_ref(),
-        )
-        .await?;
+        let judged = run_once(ctx, revision, model).await?;
         match judged.outcome {
             Outcome::Fail => test.record(true),
             Outcome::Pass => {
