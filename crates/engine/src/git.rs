@@ -7,6 +7,8 @@ use tokio::process::Command;
 use tracelab_domain::hypothesis::CommitInfo;
 use tracelab_domain::{Error, Result};
 
+use crate::worktree_lock::WorktreeAdminLock;
+
 /// A repository on disk.
 #[derive(Debug, Clone)]
 pub struct Git {
@@ -219,6 +221,7 @@ impl Git {
     /// a worktree of its own).
     pub async fn add_worktree(&self, path: &Path, rev: &str, branch: Option<&str>) -> Result<()> {
         let path_str = path.to_string_lossy();
+        let _admin = WorktreeAdminLock::acquire_async(&self.repo).await?;
         match branch {
             Some(b) => {
                 self.run(&["worktree", "add", "-q", "-f", "-B", b, &path_str, rev])
@@ -234,6 +237,7 @@ impl Git {
 
     pub async fn remove_worktree(&self, path: &Path) -> Result<()> {
         let path_str = path.to_string_lossy();
+        let _admin = WorktreeAdminLock::acquire_async(&self.repo).await?;
         let removed = self
             .run(&["worktree", "remove", "--force", "--force", &path_str])
             .await;
@@ -245,6 +249,7 @@ impl Git {
     }
 
     pub async fn delete_branch(&self, branch: &str) -> Result<()> {
+        let _admin = WorktreeAdminLock::acquire_async(&self.repo).await?;
         self.run(&["branch", "-D", "-q", branch]).await.map(|_| ())
     }
 }

@@ -24,6 +24,7 @@ pub mod progress;
 pub mod session;
 pub mod verify;
 pub mod workspace;
+pub mod worktree_lock;
 
 pub use config::{EngineConfig, InvestigateRequest};
 pub use investigate::{Aborted, Engine};

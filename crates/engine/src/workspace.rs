@@ -4,6 +4,7 @@
 //! (Ctrl-C drops the pipeline future) leaves nothing behind.
 
 use crate::git::{Git, Worktree};
+use crate::worktree_lock::WorktreeAdminLock;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tracelab_domain::{Error, Result};
@@ -159,18 +160,22 @@ impl Drop for Workspace {
         // may register its worktree just after the first pass: look again
         // for a moment, until nothing under this root is registered.
         for _ in 0..20 {
+            // Without the lock only when the repository is gone.
+            let admin = WorktreeAdminLock::acquire(self.git.path()).ok();
             for path in &paths {
                 self.git_sync(&["worktree", "remove", "--force", "--force", path]);
             }
             let _ = std::fs::remove_dir_all(&self.root);
             self.git_sync(&["worktree", "prune"]);
             paths = self.registered_here();
+            drop(admin);
             if paths.is_empty() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         let kept = self.kept_branches.lock().expect("lock").clone();
+        let _admin = WorktreeAdminLock::acquire(self.git.path()).ok();
         for branch in self
             .branches
             .lock()
