@@ -1,7 +1,8 @@
 //! What a handler's result means for its message, decided once for every
 //! consumer from the domain's closed set of error kinds.
 
-use tracelab_domain::{Error, ErrorKind};
+use tracelab_domain::Error;
+use tracelab_domain::error::Settlement;
 
 /// How a delivery is settled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,24 +16,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The one mapping from [`ErrorKind`] to ack policy:
-    ///
-    /// | kind | outcome | why |
-    /// |---|---|---|
-    /// | InvalidArgument | Reject | the message itself is bad; retrying cannot help |
-    /// | Conflict | Ack | the effect already happened (duplicate, stale transition): idempotent |
-    /// | NotFound | Retry | what it refers to may not be committed yet (ordering across streams) |
-    /// | Unavailable, Timeout | Retry | a dependency is down or slow; back off |
-    /// | Internal | Retry | maybe transient; bounded by max deliveries, then dead-lettered |
+    /// The outcome of a failed handler: the kind's one settlement
+    /// ([`ErrorKind::settlement`], with the table of why), with a reason
+    /// for the dead letter.
     pub fn from_error(error: &Error) -> Self {
         let reason = format!("{:?}: {}", error.kind, error.message);
-        match error.kind {
-            ErrorKind::InvalidArgument => Outcome::Reject { reason },
-            ErrorKind::Conflict => Outcome::Ack,
-            ErrorKind::NotFound
-            | ErrorKind::Unavailable
-            | ErrorKind::Timeout
-            | ErrorKind::Internal => Outcome::Retry { reason },
+        match error.kind.settlement() {
+            Settlement::Reject => Outcome::Reject { reason },
+            Settlement::Ack => Outcome::Ack,
+            Settlement::Retry => Outcome::Retry { reason },
         }
     }
 
@@ -61,6 +53,7 @@ pub enum Settled {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracelab_domain::ErrorKind;
 
     fn check(kind: ErrorKind, expected: &str) {
         let outcome = Outcome::from_error(&Error::new(kind, "x"));

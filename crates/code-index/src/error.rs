@@ -1,18 +1,12 @@
-//! The crate's error type: one kind from the house's closed set per error,
-//! so callers map it once to a gRPC/HTTP status.
+//! The crate's error type: one kind from the shared closed set
+//! (`tracelab_domain::ErrorKind`) per error, so callers map it once to a
+//! gRPC/HTTP status.
 
 use std::path::PathBuf;
 
-/// The closed set of error kinds shared by TraceLab's library crates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    InvalidArgument,
-    NotFound,
-    Conflict,
-    Unavailable,
-    Timeout,
-    Internal,
-}
+/// The closed set of kinds every TraceLab crate shares (with its HTTP,
+/// gRPC and ack mappings), re-exported for callers of this crate.
+pub use tracelab_domain::ErrorKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -59,14 +53,7 @@ impl Error {
             Error::Embedder(_) => ErrorKind::Unavailable,
             Error::Search(_) => ErrorKind::Internal,
             Error::VectorStore { kind, .. } => *kind,
-            Error::Sandbox(e) => match e.kind {
-                tracelab_domain::ErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
-                tracelab_domain::ErrorKind::NotFound => ErrorKind::NotFound,
-                tracelab_domain::ErrorKind::Conflict => ErrorKind::Conflict,
-                tracelab_domain::ErrorKind::Unavailable => ErrorKind::Unavailable,
-                tracelab_domain::ErrorKind::Timeout => ErrorKind::Timeout,
-                tracelab_domain::ErrorKind::Internal => ErrorKind::Internal,
-            },
+            Error::Sandbox(e) => e.kind,
         }
     }
 

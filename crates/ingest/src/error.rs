@@ -26,18 +26,14 @@ pub enum Error {
     /// Reading the input failed.
     #[error("reading input: {0}")]
     Io(#[from] std::io::Error),
+    /// An error from a store or other port speaking the domain's errors; keeps its kind.
+    #[error(transparent)]
+    Domain(#[from] tracelab_domain::Error),
 }
 
-/// The kind an [`Error`] maps to, in TraceLab's closed set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    InvalidArgument,
-    NotFound,
-    Conflict,
-    Unavailable,
-    Timeout,
-    Internal,
-}
+/// The closed set of kinds every TraceLab crate shares (with its HTTP,
+/// gRPC and ack mappings), re-exported for callers of this crate.
+pub use tracelab_domain::ErrorKind;
 
 impl Error {
     /// The closed-set kind this error maps to.
@@ -49,6 +45,7 @@ impl Error {
             Error::Timeout(_) => ErrorKind::Timeout,
             Error::Internal(_) => ErrorKind::Internal,
             Error::Unavailable(_) | Error::Io(_) => ErrorKind::Unavailable,
+            Error::Domain(e) => e.kind,
         }
     }
 }

@@ -4,17 +4,16 @@
 use tokio::net::TcpListener;
 use tracelab_domain::{Error, ErrorKind};
 
-/// The gRPC status for a domain error (the same kinds REST maps to 400/404/409/503/504/500).
+/// The gRPC status for a domain error (the kind's one mapping,
+/// [`ErrorKind::grpc_code`]; REST uses [`ErrorKind::http_status`]).
 pub fn status(e: Error) -> tonic::Status {
-    use tonic::Status;
-    match e.kind {
-        ErrorKind::InvalidArgument => Status::invalid_argument(e.message),
-        ErrorKind::NotFound => Status::not_found(e.message),
-        ErrorKind::Conflict => Status::failed_precondition(e.message),
-        ErrorKind::Unavailable => Status::unavailable(e.message),
-        ErrorKind::Timeout => Status::deadline_exceeded(e.message),
-        ErrorKind::Internal => Status::internal(e.message),
-    }
+    status_of(e.kind, e.message)
+}
+
+/// The gRPC status for an error of `kind` (for crates whose errors carry a
+/// kind but are not domain errors).
+pub fn status_of(kind: ErrorKind, message: impl Into<String>) -> tonic::Status {
+    tonic::Status::new(tonic::Code::from_i32(kind.grpc_code() as i32), message)
 }
 
 /// The accepted connections of `listener` with `TCP_NODELAY` set, for a

@@ -11,16 +11,7 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 200;
 
 pub fn status(e: tracelab_ingest::Error) -> Status {
-    use tracelab_ingest::ErrorKind as K;
-    let message = e.to_string();
-    match e.kind() {
-        K::InvalidArgument => Status::invalid_argument(message),
-        K::NotFound => Status::not_found(message),
-        K::Conflict => Status::failed_precondition(message),
-        K::Unavailable => Status::unavailable(message),
-        K::Timeout => Status::deadline_exceeded(message),
-        K::Internal => Status::internal(message),
-    }
+    tracelab_service::grpc::status_of(e.kind(), e.to_string())
 }
 
 /// The effective limit for a request's `limit` (0 = default).

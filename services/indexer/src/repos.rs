@@ -19,8 +19,7 @@ use tonic::Status;
 use tracelab_code_index::callgraph::{Neighbourhood, neighbourhood};
 use tracelab_code_index::indexer::{open_repo, resolve_commit};
 use tracelab_code_index::{
-    ErrorKind, IndexSummary, Indexer, Language, LocateOptions, Locations, Locator, Snapshot,
-    default_cache_dir,
+    IndexSummary, Indexer, Language, LocateOptions, Locations, Locator, Snapshot, default_cache_dir,
 };
 
 /// Locators kept per repository (each holds a snapshot and its search indices).
@@ -30,15 +29,7 @@ pub const MAX_DEPTH: u32 = 5;
 
 /// A code-index error as a gRPC status with its message.
 pub fn status(e: tracelab_code_index::Error) -> Status {
-    let message = e.to_string();
-    match e.kind() {
-        ErrorKind::InvalidArgument => Status::invalid_argument(message),
-        ErrorKind::NotFound => Status::not_found(message),
-        ErrorKind::Conflict => Status::failed_precondition(message),
-        ErrorKind::Unavailable => Status::unavailable(message),
-        ErrorKind::Timeout => Status::deadline_exceeded(message),
-        ErrorKind::Internal => Status::internal(message),
-    }
+    tracelab_service::grpc::status_of(e.kind(), e.to_string())
 }
 
 /// `Locate`'s hard filters (applied before ranking). Part of a warm

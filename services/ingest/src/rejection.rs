@@ -7,7 +7,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use tracelab_domain::{Error, ErrorKind};
+use tracelab_domain::Error;
 use tracelab_ingest::intake::Refusal;
 
 #[derive(Debug)]
@@ -34,18 +34,9 @@ impl From<Error> for Rejection {
     }
 }
 
-/// A group store error as a domain error of the same kind.
+/// A group store error as a domain error of the same kind (the original kept as the source).
 pub fn ingest_error(e: tracelab_ingest::Error) -> Error {
-    use tracelab_ingest::ErrorKind as K;
-    let kind = match e.kind() {
-        K::InvalidArgument => ErrorKind::InvalidArgument,
-        K::NotFound => ErrorKind::NotFound,
-        K::Conflict => ErrorKind::Conflict,
-        K::Unavailable => ErrorKind::Unavailable,
-        K::Timeout => ErrorKind::Timeout,
-        K::Internal => ErrorKind::Internal,
-    };
-    Error::new(kind, e.to_string())
+    Error::new(e.kind(), e.to_string()).with_source(e)
 }
 
 impl std::fmt::Display for Rejection {
@@ -68,14 +59,7 @@ impl Rejection {
             Rejection::Refused(Refusal::Invalid(_)) => "invalid_argument",
             Rejection::Unauthenticated(_) => "unauthenticated",
             Rejection::Unsupported(_) => "unsupported_media_type",
-            Rejection::Failed(e) => match e.kind {
-                ErrorKind::InvalidArgument => "invalid_argument",
-                ErrorKind::NotFound => "not_found",
-                ErrorKind::Conflict => "conflict",
-                ErrorKind::Unavailable => "unavailable",
-                ErrorKind::Timeout => "timeout",
-                ErrorKind::Internal => "internal",
-            },
+            Rejection::Failed(e) => e.kind.name(),
         }
     }
 
@@ -86,25 +70,15 @@ impl Rejection {
             }
             Rejection::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             Rejection::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Rejection::Failed(e) => match e.kind {
-                ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
-                ErrorKind::NotFound => StatusCode::NOT_FOUND,
-                ErrorKind::Conflict => StatusCode::CONFLICT,
-                ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-                ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
-                ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            },
+            Rejection::Failed(e) => StatusCode::from_u16(e.kind.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         }
     }
 
     fn retry_after(&self) -> Option<String> {
         match self {
             Rejection::Refused(r) => r.retry_after_header(),
-            Rejection::Failed(e)
-                if matches!(e.kind, ErrorKind::Unavailable | ErrorKind::Timeout) =>
-            {
-                Some("1".into())
-            }
+            Rejection::Failed(e) if e.kind.is_transient() => Some("1".into()),
             _ => None,
         }
     }
@@ -116,14 +90,7 @@ impl Rejection {
             Rejection::Refused(_) => tonic::Status::resource_exhausted(m),
             Rejection::Unauthenticated(_) => tonic::Status::unauthenticated(m),
             Rejection::Unsupported(_) => tonic::Status::invalid_argument(m),
-            Rejection::Failed(e) => match e.kind {
-                ErrorKind::InvalidArgument => tonic::Status::invalid_argument(m),
-                ErrorKind::NotFound => tonic::Status::not_found(m),
-                ErrorKind::Conflict => tonic::Status::already_exists(m),
-                ErrorKind::Unavailable => tonic::Status::unavailable(m),
-                ErrorKind::Timeout => tonic::Status::deadline_exceeded(m),
-                ErrorKind::Internal => tonic::Status::internal(m),
-            },
+            Rejection::Failed(e) => tracelab_service::grpc::status_of(e.kind, m),
         }
     }
 
@@ -162,6 +129,7 @@ impl IntoResponse for Rejection {
 mod tests {
     use super::*;
     use std::time::Duration;
+    use tracelab_domain::ErrorKind;
 
     #[test]
     fn each_refusal_has_its_answer_on_every_channel() {

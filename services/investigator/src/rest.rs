@@ -12,8 +12,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
+use tracelab_domain::Error;
 use tracelab_domain::ports::InvestigationStore;
-use tracelab_domain::{Error, ErrorKind};
 use tracing::Instrument;
 
 #[derive(Clone)]
@@ -38,15 +38,9 @@ pub struct ApiError(StatusCode, &'static str, String);
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        let (status, kind) = match e.kind {
-            ErrorKind::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
-            ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-            ErrorKind::Conflict => (StatusCode::CONFLICT, "conflict"),
-            ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            ErrorKind::Timeout => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
-            ErrorKind::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        ApiError(status, kind, e.message)
+        let status =
+            StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError(status, e.kind.name(), e.message)
     }
 }
 

@@ -19,16 +19,7 @@ pub use evidence::{EvidenceOutcome, NewEvidence, Suggested};
 pub use postgres::PgGroupStore;
 pub use sqlite::SqliteGroupStore;
 
-/// A store error (domain kinds) as an ingest error of the same kind.
+/// A store error as an ingest error (same kind, the domain error kept as the source).
 fn domain_error(e: tracelab_domain::Error) -> tracelab_ingest::Error {
-    use tracelab_domain::ErrorKind as K;
-    use tracelab_ingest::Error;
-    match e.kind {
-        K::InvalidArgument => Error::InvalidArgument(e.message),
-        K::NotFound => Error::NotFound(e.message),
-        K::Conflict => Error::Conflict(e.message),
-        K::Unavailable => Error::Unavailable(e.message),
-        K::Timeout => Error::Timeout(e.message),
-        K::Internal => Error::Internal(e.message),
-    }
+    e.into()
 }
