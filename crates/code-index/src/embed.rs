@@ -1,20 +1,13 @@
-//! Text embeddings behind a trait. The real model (all-MiniLM-L6-v2 via candle
-//! or ort) is not built in this crate yet; `HashingEmbedder` is a
+//! The in-process [`Embedder`] (the port is `tracelab_domain::vectors`; the
+//! sentence model is `tracelab-embed`). `HashingEmbedder` is a
 //! deterministic, dependency-free stand-in (signed feature hashing of the
 //! lexical tokens) for tests and for exercising the hybrid score's embedding
 //! slot. It is not semantic: it will not relate `KeyError` to `lookup`.
 
-use crate::error::Result;
 use crate::tokenize::for_each_token;
+use tracelab_domain::Result;
 
-/// Turns texts into vectors of `dimension()` floats. Implementations should
-/// return L2-normalised vectors; callers compare them by cosine.
-pub trait Embedder: Send + Sync {
-    /// A stable id (model + version): vectors from different ids never mix.
-    fn model_id(&self) -> &str;
-    fn dimension(&self) -> usize;
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
-}
+pub use tracelab_domain::vectors::{Embedder, normalise};
 
 #[derive(Debug, Clone)]
 pub struct HashingEmbedder {
@@ -70,14 +63,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x100000001b3);
     }
     h
-}
-
-/// Scales `v` to unit length (a zero vector stays zero).
-pub fn normalise(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 {
-        v.iter_mut().for_each(|x| *x /= n);
-    }
 }
 
 #[cfg(test)]

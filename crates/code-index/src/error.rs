@@ -26,16 +26,11 @@ pub enum Error {
     InvalidArgument(String),
     #[error("coverage data: {0}")]
     Coverage(String),
-    #[error("embedder: {0}")]
-    Embedder(String),
     #[error("full-text index: {0}")]
     Search(String),
-    /// A vector store adapter's failure, with the kind it maps to (a server
-    /// that does not answer is `Unavailable`, a rejected request `InvalidArgument`).
-    #[error("vector store: {message}")]
-    VectorStore { kind: ErrorKind, message: String },
-    #[error("sandbox: {0}")]
-    Sandbox(#[from] tracelab_domain::Error),
+    /// A port's failure (sandbox, embedder, vector index), with its kind.
+    #[error(transparent)]
+    Port(#[from] tracelab_domain::Error),
 }
 
 impl Error {
@@ -50,10 +45,8 @@ impl Error {
             Error::Io { .. } => ErrorKind::Unavailable,
             Error::Cache { .. } => ErrorKind::Internal,
             Error::InvalidArgument(_) | Error::Coverage(_) => ErrorKind::InvalidArgument,
-            Error::Embedder(_) => ErrorKind::Unavailable,
             Error::Search(_) => ErrorKind::Internal,
-            Error::VectorStore { kind, .. } => *kind,
-            Error::Sandbox(e) => e.kind,
+            Error::Port(e) => e.kind,
         }
     }
 

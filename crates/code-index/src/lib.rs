@@ -17,12 +17,12 @@
 //! measures *path proximity* to the frames, runs the text through the
 //! [`lexical`] (tantivy BM25) index of symbols and commit messages
 //! ([`tokenize`] splits identifiers), optionally through an [`embed::Embedder`] and a
-//! [`vector::VectorIndex`], adds *time decay* from the revision window, and
+//! [`vector::VectorIndex`] (ports in `tracelab_domain::vectors`), adds *time decay* from the revision window, and
 //! ranks with [`score`] after hard filters (language, path prefix, revision
 //! window, tests). Every result carries each component's value, weight and a
-//! human reason. [`agent`] is the code-path agent's core on top: suspects
-//! from frames plus spectrum-based fault localisation ([`sbfl`], Ochiai) when
-//! per-test coverage exists. [`coverage`] runs a Python suite under
+//! human reason; with per-test coverage the locator blends in spectrum-based
+//! fault localisation ([`sbfl`], Ochiai). The code-path agent
+//! (`tracelab_engine::agents::code_path`) calls [`locate()`]. [`coverage`] runs a Python suite under
 //! coverage.py in a sandbox (the domain's `Sandbox` port) to get that
 //! coverage, which `locate` then reports as the *spectrum* component;
 //! [`repro`] is the Repro Pack that lets the failure be run again.
@@ -36,7 +36,6 @@
 //! was understood plus [`model::Diagnostic`]s. Errors are [`Error`], one
 //! [`ErrorKind`] each.
 
-pub mod agent;
 pub mod cache;
 pub mod callgraph;
 pub mod coverage;

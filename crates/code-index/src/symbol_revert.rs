@@ -689,7 +689,9 @@ fn first_line<'t>(text: &'t str, node: &Node<'_>) -> &'t str {
 
 fn parse_tree(language: Language, path: &str, text: &str) -> Option<Tree> {
     let mut parser = Parser::new();
-    parser.set_language(&language.grammar(path)).ok()?;
+    parser
+        .set_language(&crate::lang::grammar(language, path))
+        .ok()?;
     parser.parse(text, None)
 }
 

@@ -16,6 +16,7 @@ pub mod error;
 pub mod experiment;
 pub mod hypothesis;
 pub mod ids;
+pub mod language;
 pub mod oracle;
 pub mod patch;
 pub mod ports;
@@ -24,6 +25,8 @@ pub mod runner;
 pub mod sequential;
 pub mod signature;
 pub mod state;
+pub mod vectors;
 pub mod verdict;
 
 pub use error::{Error, ErrorKind, Result};
+pub use language::Language;

@@ -16,7 +16,7 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use tracelab_code_index::embed::Embedder;
+use tracelab_domain::vectors::Embedder;
 
 /// sha256 of the length-prefixed model id followed by the text.
 pub type Key = [u8; 32];
@@ -140,7 +140,7 @@ impl<E: Embedder> Embedder for CachingEmbedder<E> {
         self.inner.dimension()
     }
 
-    fn embed(&self, texts: &[&str]) -> tracelab_code_index::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> tracelab_domain::Result<Vec<Vec<f32>>> {
         let keys: Vec<Key> = texts.iter().map(|t| key(&self.id, t)).collect();
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         // Unique missing keys in first-seen order, with every position they fill.
@@ -192,7 +192,7 @@ impl<E: Embedder> Embedder for CachingEmbedder<E> {
             let vectors = self.inner.embed(&inputs)?;
             let dimension = self.inner.dimension();
             if vectors.len() != inputs.len() || vectors.iter().any(|v| v.len() != dimension) {
-                return Err(tracelab_code_index::Error::Embedder(format!(
+                return Err(tracelab_domain::Error::internal(format!(
                     "{} returned {} vectors for {} texts, or a vector not of dimension {dimension}",
                     self.id,
                     vectors.len(),
@@ -243,7 +243,7 @@ mod tests {
         fn dimension(&self) -> usize {
             2
         }
-        fn embed(&self, texts: &[&str]) -> tracelab_code_index::Result<Vec<Vec<f32>>> {
+        fn embed(&self, texts: &[&str]) -> tracelab_domain::Result<Vec<Vec<f32>>> {
             self.calls
                 .lock()
                 .unwrap()
@@ -331,7 +331,7 @@ mod tests {
         fn dimension(&self) -> usize {
             3
         }
-        fn embed(&self, _: &[&str]) -> tracelab_code_index::Result<Vec<Vec<f32>>> {
+        fn embed(&self, _: &[&str]) -> tracelab_domain::Result<Vec<Vec<f32>>> {
             Ok(vec![vec![1.0]])
         }
     }

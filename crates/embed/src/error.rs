@@ -1,9 +1,9 @@
-//! The crate's error type: one kind from the house's closed set per error.
-//! The `Embedder` port speaks `tracelab_code_index::Error`, so every error
-//! also converts into its `Embedder` variant with the same one-line message.
+//! The crate's error type: one kind from the shared closed set per error.
+//! The `Embedder` port (`tracelab_domain::vectors`) speaks domain errors, so
+//! every error also converts into one of the same kind.
 
 use std::path::PathBuf;
-pub use tracelab_code_index::ErrorKind;
+pub use tracelab_domain::ErrorKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -57,9 +57,11 @@ impl Error {
     }
 }
 
-impl From<Error> for tracelab_code_index::Error {
+/// The `Embedder` port speaks domain errors: same kind, `embedder: ` before
+/// the message, this error kept as the source.
+impl From<Error> for tracelab_domain::Error {
     fn from(e: Error) -> Self {
-        tracelab_code_index::Error::Embedder(e.to_string())
+        tracelab_domain::Error::new(e.kind(), format!("embedder: {e}")).with_source(e)
     }
 }
 

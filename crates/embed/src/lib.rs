@@ -24,4 +24,4 @@ pub use cache::{CacheStats, CachingEmbedder};
 pub use error::{Error, ErrorKind, Result};
 pub use model_dir::ModelDir;
 pub use sentence::{Options, SentenceEmbedder};
-pub use tracelab_code_index::embed::Embedder;
+pub use tracelab_domain::vectors::Embedder;

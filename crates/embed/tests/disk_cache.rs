@@ -27,7 +27,7 @@ impl Embedder for Counting {
     fn dimension(&self) -> usize {
         3
     }
-    fn embed(&self, texts: &[&str]) -> tracelab_code_index::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> tracelab_domain::Result<Vec<Vec<f32>>> {
         self.texts.fetch_add(texts.len(), Ordering::Relaxed);
         Ok(texts
             .iter()

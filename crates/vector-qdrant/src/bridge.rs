@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use tokio::runtime::Runtime;
-use tracelab_code_index::{Error, ErrorKind, Result};
+use tracelab_domain::{Error, ErrorKind, Result};
 
 #[derive(Debug)]
 pub(crate) struct Bridge {
@@ -21,9 +21,11 @@ impl Bridge {
             .thread_name("tracelab-qdrant")
             .enable_all()
             .build()
-            .map_err(|e| Error::VectorStore {
-                kind: ErrorKind::Internal,
-                message: format!("cannot start the Qdrant client runtime: {e}"),
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!("cannot start the Qdrant client runtime: {e}"),
+                )
             })?;
         Ok(Self {
             runtime: Some(runtime),
@@ -35,18 +37,22 @@ impl Bridge {
         &self,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T> {
-        let runtime = self.runtime.as_ref().ok_or_else(|| Error::VectorStore {
-            kind: ErrorKind::Internal,
-            message: "the Qdrant client runtime is shut down".into(),
+        let runtime = self.runtime.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Internal,
+                "the Qdrant client runtime is shut down",
+            )
         })?;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         runtime.spawn(async move {
             // The receiver is gone only if the caller's thread died.
             let _ = tx.send(fut.await);
         });
-        rx.recv().map_err(|_| Error::VectorStore {
-            kind: ErrorKind::Internal,
-            message: "a Qdrant call was cancelled before it finished".into(),
+        rx.recv().map_err(|_| {
+            Error::new(
+                ErrorKind::Internal,
+                "a Qdrant call was cancelled before it finished",
+            )
         })
     }
 }

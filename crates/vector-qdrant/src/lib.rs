@@ -25,8 +25,8 @@ use qdrant_client::qdrant::{
 use qdrant_client::{Qdrant, QdrantError};
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_code_index::vector::{Filter, Hit, Record, VectorIndex};
-use tracelab_code_index::{Error, ErrorKind, Result};
+use tracelab_domain::vectors::{Filter, Hit, Record, VectorIndex};
+use tracelab_domain::{Error, ErrorKind, Result};
 
 /// Where the collection lives and how to talk to it.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ impl QdrantIndex {
     /// An existing collection of another dimension is a `Conflict`.
     pub fn connect(config: QdrantConfig, dimension: usize) -> Result<Self> {
         if dimension == 0 {
-            return Err(Error::InvalidArgument("vector dimension 0".into()));
+            return Err(Error::invalid("vector dimension 0"));
         }
         let mut builder = Qdrant::from_url(&config.url)
             .timeout(config.timeout)
@@ -194,19 +194,19 @@ impl QdrantIndex {
             {
                 Ok(())
             }
-            other => Err(Error::VectorStore {
-                kind: ErrorKind::Conflict,
-                message: format!(
+            other => Err(Error::new(
+                ErrorKind::Conflict,
+                format!(
                     "collection {} exists with vectors {other:?} (size, distance); this index needs {} cosine",
                     self.config.collection, self.dimension
                 ),
-            }),
+            )),
         }
     }
 
     fn check_query(&self, v: &[f32]) -> Result<()> {
         if v.len() != self.dimension {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "query has dimension {}, index has {}",
                 v.len(),
                 self.dimension
@@ -236,7 +236,7 @@ impl VectorIndex for QdrantIndex {
 
     fn upsert(&self, records: Vec<Record>) -> Result<()> {
         if let Some(bad) = records.iter().find(|r| r.vector.len() != self.dimension) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "vector {} has dimension {}, index has {}",
                 bad.id,
                 bad.vector.len(),

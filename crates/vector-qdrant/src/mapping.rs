@@ -5,8 +5,8 @@
 use qdrant_client::QdrantError;
 use qdrant_client::qdrant::{Condition, Filter as QFilter, ScoredPoint, point_id::PointIdOptions};
 use tonic::Code;
-use tracelab_code_index::vector::{Filter, Hit, Payload};
-use tracelab_code_index::{Error, ErrorKind};
+use tracelab_domain::vectors::{Filter, Hit, Payload};
+use tracelab_domain::{Error, ErrorKind};
 
 /// Payload keys. `path` carries a keyword index with prefix matching, so a
 /// path prefix filter runs on the server.
@@ -15,7 +15,7 @@ pub(crate) const LANGUAGE: &str = "language";
 pub(crate) const KIND: &str = "kind";
 
 /// The language's name as the port serialises it (`python`, `rust`, ...).
-fn language_name(l: tracelab_code_index::Language) -> String {
+fn language_name(l: tracelab_domain::Language) -> String {
     match serde_json::to_value(l) {
         Ok(serde_json::Value::String(s)) => s,
         _ => format!("{l:?}").to_lowercase(),
@@ -99,17 +99,15 @@ pub(crate) fn error(context: &str, e: QdrantError) -> Error {
         QdrantError::InvalidUri(_) => ErrorKind::InvalidArgument,
         _ => ErrorKind::Internal,
     };
-    Error::VectorStore {
-        kind,
-        message: format!("{context}: {e}"),
-    }
+    let message = format!("vector store: {context}: {e}");
+    Error::new(kind, message).with_source(e)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use qdrant_client::qdrant::{condition::ConditionOneOf, r#match::MatchValue};
-    use tracelab_code_index::Language;
+    use tracelab_domain::Language;
 
     fn h(id: u64, score: f32) -> Hit {
         Hit { id, score }
@@ -194,15 +192,15 @@ mod tests {
             status: tonic::Status::new(code, "x"),
         };
         assert_eq!(
-            error("search", status(Code::Unavailable)).kind(),
+            error("search", status(Code::Unavailable)).kind,
             ErrorKind::Unavailable
         );
         assert_eq!(
-            error("upsert", status(Code::InvalidArgument)).kind(),
+            error("upsert", status(Code::InvalidArgument)).kind,
             ErrorKind::InvalidArgument
         );
         assert_eq!(
-            error("get", status(Code::NotFound)).kind(),
+            error("get", status(Code::NotFound)).kind,
             ErrorKind::NotFound
         );
         assert!(
@@ -211,12 +209,12 @@ mod tests {
                 .starts_with("vector store: get: ")
         );
         assert_eq!(
-            error("get", status(Code::Internal)).kind(),
+            error("get", status(Code::Internal)).kind,
             ErrorKind::Internal
         );
         let refused = QdrantError::ResponseError {
             status: tonic::Status::internal("Failed to connect to http://127.0.0.1:9/: refused"),
         };
-        assert_eq!(error("get", refused).kind(), ErrorKind::Unavailable);
+        assert_eq!(error("get", refused).kind, ErrorKind::Unavailable);
     }
 }

@@ -5,8 +5,8 @@
 //! which fails under `TRACELAB_REQUIRE_BACKENDS=1`.
 
 use std::time::Duration;
-use tracelab_code_index::ErrorKind;
-use tracelab_code_index::vector::{Filter, Hit, Record, VectorIndex, conformance};
+use tracelab_domain::ErrorKind;
+use tracelab_domain::vectors::{Filter, Hit, Record, VectorIndex, conformance};
 use tracelab_vector_qdrant::{QdrantConfig, QdrantIndex};
 
 const VAR: &str = "TRACELAB_TEST_QDRANT_URL";
@@ -38,16 +38,16 @@ impl VectorIndex for Temporary {
     fn dimension(&self) -> usize {
         self.0.dimension()
     }
-    fn upsert(&self, records: Vec<Record>) -> tracelab_code_index::Result<()> {
+    fn upsert(&self, records: Vec<Record>) -> tracelab_domain::Result<()> {
         self.0.upsert(records)
     }
-    fn delete(&self, ids: &[u64]) -> tracelab_code_index::Result<usize> {
+    fn delete(&self, ids: &[u64]) -> tracelab_domain::Result<usize> {
         self.0.delete(ids)
     }
-    fn search(&self, q: &[f32], k: usize, f: &Filter) -> tracelab_code_index::Result<Vec<Hit>> {
+    fn search(&self, q: &[f32], k: usize, f: &Filter) -> tracelab_domain::Result<Vec<Hit>> {
         self.0.search(q, k, f)
     }
-    fn count(&self) -> tracelab_code_index::Result<usize> {
+    fn count(&self) -> tracelab_domain::Result<usize> {
         self.0.count()
     }
 }
@@ -70,7 +70,7 @@ fn reopening_with_another_dimension_is_a_conflict() {
     let Some(url) = server() else { return };
     let first = fresh(&url, 3);
     let again = QdrantIndex::connect(QdrantConfig::new(&url, first.0.collection()), 4);
-    assert_eq!(again.unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(again.unwrap_err().kind, ErrorKind::Conflict);
     let same = QdrantIndex::connect(QdrantConfig::new(&url, first.0.collection()), 3).unwrap();
     assert_eq!(same.count().unwrap(), 0);
 }
@@ -83,14 +83,14 @@ fn unreachable_server_is_unavailable_not_a_panic() {
     let mut config = QdrantConfig::new("http://127.0.0.1:9", "nowhere");
     config.timeout = Duration::from_secs(3);
     let err = QdrantIndex::connect(config.clone(), 8).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert_eq!(err.kind, ErrorKind::Unavailable, "{err}");
     assert!(err.to_string().contains("127.0.0.1:9"), "{err}");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let err = rt.block_on(async { QdrantIndex::connect(config, 8).unwrap_err() });
-    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    assert_eq!(err.kind, ErrorKind::Unavailable);
     let bad = QdrantIndex::connect(QdrantConfig::new("http://127.0.0.1:9", "x"), 0);
-    assert_eq!(bad.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(bad.unwrap_err().kind, ErrorKind::InvalidArgument);
 }

@@ -12,7 +12,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
-use tracelab_code_index::embed::Embedder;
+use tracelab_domain::vectors::Embedder;
 
 pub struct SentenceEmbedder {
     model: BertModel,
@@ -146,7 +146,7 @@ impl Embedder for SentenceEmbedder {
         self.dimension
     }
 
-    fn embed(&self, texts: &[&str]) -> tracelab_code_index::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> tracelab_domain::Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }

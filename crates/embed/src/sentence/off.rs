@@ -5,7 +5,7 @@ use super::Options;
 use crate::error::{Error, Result};
 use crate::model_dir::ModelDir;
 use std::convert::Infallible;
-use tracelab_code_index::embed::Embedder;
+use tracelab_domain::vectors::Embedder;
 
 #[derive(Debug)]
 pub struct SentenceEmbedder {
@@ -28,7 +28,7 @@ impl Embedder for SentenceEmbedder {
         match self.never {}
     }
 
-    fn embed(&self, _texts: &[&str]) -> tracelab_code_index::Result<Vec<Vec<f32>>> {
+    fn embed(&self, _texts: &[&str]) -> tracelab_domain::Result<Vec<Vec<f32>>> {
         match self.never {}
     }
 }
