@@ -1,0 +1,207 @@
+//! The crate dependency rules of ARCHITECTURE.md, checked against the
+//! manifests (`cargo metadata --no-deps`), so the map cannot drift from the
+//! code again. Only normal dependencies count: tests may use anything.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// The layer each workspace package is in. A new package must be added here.
+fn layer(name: &str) -> Option<Layer> {
+    use Layer::*;
+    Some(match name {
+        "tracelab-domain" | "tracelab-testkit" | "tracelab-proto" => Core,
+        "tracelab-sandbox"
+        | "tracelab-sandbox-docker"
+        | "tracelab-bus"
+        | "tracelab-embed"
+        | "tracelab-vector-qdrant"
+        | "tracelab-service"
+        | "tracelab-code-index"
+        | "tracelab-ingest"
+        | "tracelab-store"
+        | "tracelab-engine"
+        | "tracelab-fleet" => Library,
+        "tracelab-investigator"
+        | "tracelab-verifier"
+        | "tracelab-arbiter"
+        | "tracelab-ingest-service"
+        | "tracelab-indexer" => Service,
+        "tracelab" => Cli,
+        "tracelab-e2e" | "tracelab-loadtest" => Harness,
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layer {
+    /// Depends on no TraceLab crate.
+    Core,
+    /// Ports' adapters and the pipeline; only the libraries listed in `LIBRARY_DEPS`.
+    Library,
+    /// Thin wiring of libraries into one process; never another service.
+    Service,
+    /// The one-machine binary.
+    Cli,
+    /// End-to-end tests and the load generator: anything.
+    Harness,
+}
+
+/// What each library may depend on (TraceLab crates, normal dependencies).
+/// Adapters reach the domain's ports and nothing else; `store` also holds
+/// the group stores of `ingest`'s model; `fleet` is the services' shared wiring.
+const LIBRARY_DEPS: &[(&str, &[&str])] = &[
+    ("tracelab-sandbox", &["tracelab-domain"]),
+    ("tracelab-sandbox-docker", &["tracelab-domain"]),
+    ("tracelab-bus", &["tracelab-domain"]),
+    ("tracelab-embed", &["tracelab-domain"]),
+    ("tracelab-vector-qdrant", &["tracelab-domain"]),
+    ("tracelab-service", &["tracelab-domain"]),
+    ("tracelab-code-index", &["tracelab-domain"]),
+    ("tracelab-ingest", &["tracelab-domain"]),
+    ("tracelab-store", &["tracelab-domain", "tracelab-ingest"]),
+    (
+        "tracelab-engine",
+        &["tracelab-domain", "tracelab-code-index"],
+    ),
+    (
+        "tracelab-fleet",
+        &[
+            "tracelab-domain",
+            "tracelab-bus",
+            "tracelab-engine",
+            "tracelab-proto",
+            "tracelab-sandbox",
+            "tracelab-sandbox-docker",
+            "tracelab-service",
+            "tracelab-store",
+        ],
+    ),
+];
+
+/// Known breaks of the rules, each with the issue that removes it.
+const EXCEPTIONS: &[(&str, &str, &str)] = &[(
+    "tracelab",
+    "tracelab-indexer",
+    "the CLI reuses the indexer service's gRPC client for `locate --indexer` \
+     (issue #17: feature-gate the CLI's backends)",
+)];
+
+/// Normal TraceLab dependencies of every workspace package.
+fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .args(["--manifest-path", manifest])
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let mut graph = BTreeMap::new();
+    for package in meta["packages"].as_array().expect("packages") {
+        let deps = package["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .filter(|d| d["kind"].is_null() && d["path"].is_string())
+            .map(|d| d["name"].as_str().expect("name").to_string())
+            .collect();
+        graph.insert(package["name"].as_str().expect("name").to_string(), deps);
+    }
+    graph
+}
+
+/// Every rule broken by `graph`, as readable lines.
+fn violations(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let allowed: BTreeMap<&str, &[&str]> = LIBRARY_DEPS.iter().copied().collect();
+    let excepted = |from: &str, to: &str| EXCEPTIONS.iter().any(|(f, t, _)| *f == from && *t == to);
+    let mut broken = Vec::new();
+    for (package, deps) in graph {
+        let Some(own) = layer(package) else {
+            broken.push(format!("{package} has no layer in crate_rules.rs"));
+            continue;
+        };
+        for dep in deps {
+            let Some(theirs) = layer(dep) else { continue };
+            let ok = match (own, theirs) {
+                (Layer::Harness, _) => true,
+                (_, Layer::Cli | Layer::Harness) => false,
+                (Layer::Core, _) => false,
+                (Layer::Library, _) => allowed
+                    .get(package.as_str())
+                    .is_some_and(|a| a.contains(&dep.as_str())),
+                (Layer::Service, Layer::Service) => false,
+                (Layer::Service, _) => dep != "tracelab-testkit",
+                (Layer::Cli, Layer::Service) => excepted(package, dep),
+                (Layer::Cli, _) => true,
+            };
+            if !ok {
+                broken.push(format!(
+                    "{package} ({own:?}) must not depend on {dep} ({theirs:?})"
+                ));
+            }
+        }
+        if own == Layer::Library && !allowed.contains_key(package.as_str()) {
+            broken.push(format!("library {package} has no entry in LIBRARY_DEPS"));
+        }
+    }
+    broken
+}
+
+#[test]
+fn the_workspace_follows_the_crate_rules() {
+    let graph = workspace_graph();
+    assert!(
+        graph.contains_key("tracelab-domain"),
+        "read the workspace: {graph:?}"
+    );
+    let broken = violations(&graph);
+    assert!(
+        broken.is_empty(),
+        "crate rules broken:\n{}",
+        broken.join("\n")
+    );
+    for (from, to, why) in EXCEPTIONS {
+        assert!(
+            graph.get(*from).is_some_and(|d| d.contains(*to)),
+            "exception {from} -> {to} is gone ({why}): remove it from EXCEPTIONS"
+        );
+    }
+}
+
+#[test]
+fn the_rules_catch_what_they_forbid() {
+    let graph = |edges: &[(&str, &[&str])]| -> BTreeMap<String, BTreeSet<String>> {
+        edges
+            .iter()
+            .map(|(p, d)| (p.to_string(), d.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    };
+    let cases: &[(&str, &[&str])] = &[
+        ("tracelab-domain", &["tracelab-ingest"]),
+        ("tracelab-embed", &["tracelab-code-index"]),
+        ("tracelab-verifier", &["tracelab-arbiter"]),
+        ("tracelab-engine", &["tracelab"]),
+        ("tracelab-bus", &["tracelab-testkit"]),
+        ("tracelab-new-crate", &[]),
+    ];
+    for case in cases {
+        assert_eq!(
+            violations(&graph(std::slice::from_ref(case))).len(),
+            1,
+            "{case:?} breaks a rule"
+        );
+    }
+    assert!(violations(&graph(&[("tracelab-store", &["tracelab-ingest"])])).is_empty());
+}
