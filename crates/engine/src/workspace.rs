@@ -149,6 +149,9 @@ impl Workspace {
     }
 }
 
+/// How long cleanup on drop waits for the worktree lock before going ahead.
+const DROP_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Drop for Workspace {
     fn drop(&mut self) {
         let worktrees = std::mem::take(&mut *self.worktrees.lock().expect("lock"));
@@ -160,8 +163,9 @@ impl Drop for Workspace {
         // may register its worktree just after the first pass: look again
         // for a moment, until nothing under this root is registered.
         for _ in 0..20 {
-            // Without the lock only when the repository is gone.
-            let admin = WorktreeAdminLock::acquire(self.git.path()).ok();
+            // Unlocked only when the repository is gone or the lock stays
+            // taken (see `acquire_within`).
+            let admin = WorktreeAdminLock::acquire_within(self.git.path(), DROP_LOCK_PATIENCE);
             for path in &paths {
                 self.git_sync(&["worktree", "remove", "--force", "--force", path]);
             }
@@ -175,7 +179,7 @@ impl Drop for Workspace {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         let kept = self.kept_branches.lock().expect("lock").clone();
-        let _admin = WorktreeAdminLock::acquire(self.git.path()).ok();
+        let _admin = WorktreeAdminLock::acquire_within(self.git.path(), DROP_LOCK_PATIENCE);
         for branch in self
             .branches
             .lock()

@@ -43,6 +43,31 @@ impl WorktreeAdminLock {
         Ok(Self { _file: file })
     }
 
+    /// The lock if it can be had within `patience`, else `None`. For
+    /// `Drop` code, which runs on an async runtime's thread: waiting there
+    /// without bound could stall the task that holds the lock (a worker
+    /// blocked in `Drop` cannot poll it), so cleanup goes ahead unlocked
+    /// after a while instead of deadlocking.
+    pub fn acquire_within(repo: &Path, patience: std::time::Duration) -> Option<Self> {
+        let path = common_dir(repo).ok()?.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()?;
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Some(Self { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// [`acquire`](Self::acquire) off the async runtime's threads.
     pub async fn acquire_async(repo: &Path) -> Result<Self> {
         let repo = repo.to_path_buf();
@@ -105,5 +130,15 @@ mod tests {
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(most.load(Ordering::SeqCst), 1, "one holder at a time");
         assert!(repo.path().join(".git").join(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn bounded_waits_give_up_while_held_and_succeed_when_free() {
+        let repo = tracelab_testkit::FixtureRepo::new();
+        let short = std::time::Duration::from_millis(50);
+        let held = WorktreeAdminLock::acquire(repo.path()).unwrap();
+        assert!(WorktreeAdminLock::acquire_within(repo.path(), short).is_none());
+        drop(held);
+        assert!(WorktreeAdminLock::acquire_within(repo.path(), short).is_some());
     }
 }
