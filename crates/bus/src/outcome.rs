@@ -17,7 +17,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The outcome of a failed handler: the kind's one settlement
-    /// ([`ErrorKind::settlement`], with the table of why), with a reason
+    /// ([`tracelab_domain::ErrorKind::settlement`], with the table of why), with a reason
     /// for the dead letter.
     pub fn from_error(error: &Error) -> Self {
         let reason = format!("{:?}: {}", error.kind, error.message);

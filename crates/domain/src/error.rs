@@ -96,19 +96,6 @@ impl ErrorKind {
         }
     }
 
-    /// The kind a gRPC code from another service means (the reverse of
-    /// [`grpc_code`](Self::grpc_code), total over every code).
-    pub fn from_grpc_code(code: i32) -> ErrorKind {
-        match code {
-            3 | 11 => ErrorKind::InvalidArgument, // INVALID_ARGUMENT, OUT_OF_RANGE
-            5 => ErrorKind::NotFound,
-            6 | 9 | 10 => ErrorKind::Conflict, // ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED
-            4 => ErrorKind::Timeout,
-            8 | 14 => ErrorKind::Unavailable, // RESOURCE_EXHAUSTED, UNAVAILABLE
-            _ => ErrorKind::Internal,
-        }
-    }
-
     /// How a consumer settles a delivery that failed with this kind:
     ///
     /// | kind | settlement | why |
@@ -224,17 +211,11 @@ mod tests {
         );
         for k in ErrorKind::ALL {
             assert_eq!(
-                ErrorKind::from_grpc_code(k.grpc_code() as i32),
-                k,
-                "{k:?} round-trips"
-            );
-            assert_eq!(
                 serde_json::to_value(k).unwrap(),
                 k.name(),
                 "serde name is name()"
             );
         }
-        assert_eq!(ErrorKind::from_grpc_code(2), ErrorKind::Internal, "UNKNOWN");
         assert!(ErrorKind::Timeout.is_transient() && !ErrorKind::Internal.is_transient());
     }
 

@@ -28,15 +28,7 @@ pub struct WorktreeAdminLock {
 impl WorktreeAdminLock {
     /// Waits for the lock of the repository at `repo` (blocking).
     pub fn acquire(repo: &Path) -> Result<Self> {
-        let path = common_dir(repo)?.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| {
-                Error::unavailable(format!("cannot open {}: {e}", path.display())).with_source(e)
-            })?;
+        let (path, file) = open(repo)?;
         file.lock().map_err(|e| {
             Error::unavailable(format!("cannot lock {}: {e}", path.display())).with_source(e)
         })?;
@@ -49,13 +41,7 @@ impl WorktreeAdminLock {
     /// blocked in `Drop` cannot poll it), so cleanup goes ahead unlocked
     /// after a while instead of deadlocking.
     pub fn acquire_within(repo: &Path, patience: std::time::Duration) -> Option<Self> {
-        let path = common_dir(repo).ok()?.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .ok()?;
+        let (_, file) = open(repo).ok()?;
         let deadline = std::time::Instant::now() + patience;
         loop {
             match file.try_lock() {
@@ -75,6 +61,20 @@ impl WorktreeAdminLock {
             .await
             .map_err(|e| Error::internal(format!("worktree lock task stopped: {e}")))?
     }
+}
+
+/// The lock file of the repository at `repo`, opened (created if missing).
+fn open(repo: &Path) -> Result<(PathBuf, File)> {
+    let path = common_dir(repo)?.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| {
+            Error::unavailable(format!("cannot open {}: {e}", path.display())).with_source(e)
+        })?;
+    Ok((path, file))
 }
 
 /// The repository's common git folder (`.git` of the main worktree, or the
