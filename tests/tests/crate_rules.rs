@@ -21,6 +21,7 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-ingest"
         | "tracelab-store"
         | "tracelab-engine"
+        | "tracelab-repair"
         | "tracelab-fleet" => Library,
         "tracelab-investigator"
         | "tracelab-verifier"
@@ -59,10 +60,11 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     ("tracelab-service", &["tracelab-domain"]),
     ("tracelab-code-index", &["tracelab-domain"]),
     ("tracelab-ingest", &["tracelab-domain"]),
+    ("tracelab-repair", &["tracelab-domain"]),
     ("tracelab-store", &["tracelab-domain", "tracelab-ingest"]),
     (
         "tracelab-engine",
-        &["tracelab-domain", "tracelab-code-index"],
+        &["tracelab-domain", "tracelab-code-index", "tracelab-repair"],
     ),
     (
         "tracelab-fleet",

@@ -1,0 +1,300 @@
+//! The operators applied to one function's subtree: each yields byte-range
+//! edits of the source, found by walking the tree-sitter nodes.
+
+use crate::grammar::Kinds;
+use crate::operator::{Operator, token_swaps};
+use crate::{guard, scope};
+use tracelab_domain::Language;
+use tree_sitter::Node;
+
+/// One edit of the source: replace `start..end` with `replacement`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub operator: Operator,
+    pub start: usize,
+    pub end: usize,
+    pub replacement: String,
+    /// 1-based line of the edit.
+    pub line: u32,
+    /// What changed, e.g. "`<` → `<=`".
+    pub description: String,
+}
+
+/// Identifiers tried per use by the identifier swap (closest names first).
+const NAMES_PER_USE: usize = 2;
+
+pub struct Walk<'a> {
+    pub source: &'a str,
+    pub language: Language,
+    pub kinds: &'static Kinds,
+    /// The error text, for guards on the attributes it names.
+    pub failure: &'a str,
+}
+
+impl Walk<'_> {
+    fn text(&self, node: Node) -> &str {
+        &self.source[node.byte_range()]
+    }
+
+    fn edit(&self, operator: Operator, node: Node, replacement: String) -> Edit {
+        Edit {
+            operator,
+            start: node.start_byte(),
+            end: node.end_byte(),
+            description: format!("`{}` → `{}`", self.text(node).trim(), replacement.trim()),
+            replacement,
+            line: node.start_position().row as u32 + 1,
+        }
+    }
+
+    /// Every edit inside `function` (its whole subtree).
+    pub fn function(&self, function: Node) -> Vec<Edit> {
+        let mut out = Vec::new();
+        let locals = if self.language == Language::Python {
+            scope::python_locals(function, self.source)
+        } else {
+            Vec::new()
+        };
+        let mut cursor = function.walk();
+        let mut stack = vec![function];
+        while let Some(node) = stack.pop() {
+            self.node(node, &locals, &mut out);
+            stack.extend(node.children(&mut cursor));
+        }
+        if self.language == Language::Python {
+            out.extend(guard::python_none_guards(
+                function,
+                self.source,
+                self.failure,
+            ));
+        }
+        out
+    }
+
+    fn node(&self, node: Node, locals: &[String], out: &mut Vec<Edit>) {
+        let kind = node.kind();
+        if self.kinds.binary.contains(&kind) {
+            self.operator_tokens(node, out);
+        }
+        if self.kinds.integer.contains(&kind) {
+            self.off_by_one(node, Operator::OffByOne, out);
+        }
+        if self.kinds.conditional.contains(&kind)
+            && let Some(condition) = node.child_by_field_name("condition")
+        {
+            self.negate(condition, out);
+        }
+        if kind == self.kinds.call {
+            self.call(node, out);
+        }
+        if self.language == Language::Python {
+            if kind == "slice" {
+                self.bounds(node, out);
+            }
+            if kind == "identifier" && !locals.is_empty() {
+                self.identifier(node, locals, out);
+            }
+        }
+    }
+
+    /// Operator swaps on the anonymous operator tokens of a binary node.
+    fn operator_tokens(&self, node: Node, out: &mut Vec<Edit>) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.is_named() {
+                continue;
+            }
+            // Go's `x = y` is an assignment_statement too: only `+=`-like
+            // tokens have swaps, so plain `=` is never touched.
+            let Some((operator, swaps)) = token_swaps(child.kind()) else {
+                continue;
+            };
+            for swap in swaps.iter() {
+                if *swap == "//" && self.language != Language::Python {
+                    continue;
+                }
+                out.push(self.edit(operator, child, (*swap).to_string()));
+            }
+        }
+    }
+
+    /// `n` → `n + 1` and `n - 1` for a plain decimal literal.
+    fn off_by_one(&self, node: Node, operator: Operator, out: &mut Vec<Edit>) {
+        let text = self.text(node);
+        let digits: String = text.chars().filter(|c| *c != '_').collect();
+        let Ok(n) = digits.parse::<i64>() else {
+            return;
+        };
+        for m in [n.checked_add(1), n.checked_sub(1)].into_iter().flatten() {
+            if m < 0 {
+                // `-1` as a bare literal is a different expression (a unary
+                // minus): only the enclosing expression knows if it means it.
+                continue;
+            }
+            out.push(self.edit(operator, node, m.to_string()));
+        }
+    }
+
+    /// The condition negated, or its own negation removed.
+    fn negate(&self, condition: Node, out: &mut Vec<Edit>) {
+        let inner = unwrap_parentheses(condition);
+        let negated = inner.kind() == self.kinds.negation
+            && inner
+                .child(0)
+                .is_some_and(|c| matches!(c.kind(), "!" | "not"));
+        if negated && let Some(operand) = operand(inner, self.kinds.negation_operand) {
+            let replacement = self.text(unwrap_parentheses(operand)).to_string();
+            out.push(self.edit(Operator::NegateCondition, inner, replacement));
+            return;
+        }
+        let replacement = format!("{}({})", self.kinds.negate_prefix, self.text(inner));
+        out.push(self.edit(Operator::NegateCondition, inner, replacement));
+    }
+
+    /// Swaps of adjacent positional arguments, and `range` ends shifted.
+    fn call(&self, node: Node, out: &mut Vec<Edit>) {
+        let Some(arguments) = node.child_by_field_name(self.kinds.call_arguments) else {
+            return;
+        };
+        let mut cursor = arguments.walk();
+        let positional: Vec<Node> = arguments
+            .named_children(&mut cursor)
+            .filter(|a| !a.kind().contains("keyword") && a.kind() != "comment")
+            .collect();
+        for pair in positional.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if self.text(a) == self.text(b) || !simple(a) || !simple(b) {
+                continue;
+            }
+            out.push(Edit {
+                operator: Operator::ArgumentSwap,
+                start: a.start_byte(),
+                end: b.end_byte(),
+                replacement: format!(
+                    "{}{}{}",
+                    self.text(b),
+                    &self.source[a.end_byte()..b.start_byte()],
+                    self.text(a)
+                ),
+                line: a.start_position().row as u32 + 1,
+                description: format!(
+                    "arguments `{}` and `{}` swapped",
+                    self.text(a),
+                    self.text(b)
+                ),
+            });
+        }
+        let is_range = node
+            .child_by_field_name("function")
+            .is_some_and(|f| self.language == Language::Python && self.text(f) == "range");
+        if is_range && let Some(end) = positional.get(if positional.len() == 1 { 0 } else { 1 }) {
+            self.shift(*end, out);
+        }
+    }
+
+    /// Slice bounds shifted by one (literals by the off-by-one operator).
+    fn bounds(&self, slice: Node, out: &mut Vec<Edit>) {
+        let mut cursor = slice.walk();
+        for bound in slice.named_children(&mut cursor) {
+            self.shift(bound, out);
+        }
+    }
+
+    /// `x` → `x + 1` and `x - 1` for a non-literal bound.
+    fn shift(&self, bound: Node, out: &mut Vec<Edit>) {
+        if self.kinds.integer.contains(&bound.kind()) || bound.kind() == "comment" {
+            return;
+        }
+        let text = self.text(bound);
+        let operand = if simple(bound) {
+            text.to_string()
+        } else {
+            format!("({text})")
+        };
+        for delta in ["+ 1", "- 1"] {
+            out.push(self.edit(Operator::BoundShift, bound, format!("{operand} {delta}")));
+        }
+    }
+
+    /// A use of a local replaced by the nearest other locals by name.
+    fn identifier(&self, node: Node, locals: &[String], out: &mut Vec<Edit>) {
+        if !scope::is_value_use(node) {
+            return;
+        }
+        let name = self.text(node);
+        if !locals.iter().any(|l| l == name) {
+            return;
+        }
+        let mut others: Vec<&String> = locals.iter().filter(|l| *l != name).collect();
+        others.sort_by_key(|l| (edit_distance(name, l), l.len()));
+        for other in others.into_iter().take(NAMES_PER_USE) {
+            out.push(self.edit(Operator::IdentifierSwap, node, other.clone()));
+        }
+    }
+}
+
+/// An identifier, attribute, literal or call: safe to move or extend without
+/// parentheses.
+fn simple(node: Node) -> bool {
+    matches!(
+        node.kind(),
+        "identifier"
+            | "attribute"
+            | "integer"
+            | "float"
+            | "string"
+            | "call"
+            | "subscript"
+            | "number"
+            | "member_expression"
+            | "selector_expression"
+            | "field_expression"
+            | "field_access"
+            | "int_literal"
+            | "integer_literal"
+            | "decimal_integer_literal"
+            | "call_expression"
+            | "method_invocation"
+            | "true"
+            | "false"
+            | "none"
+            | "null"
+    )
+}
+
+fn unwrap_parentheses(mut node: Node) -> Node {
+    while matches!(node.kind(), "parenthesized_expression")
+        && node.named_child_count() == 1
+        && let Some(inner) = node.named_child(0)
+    {
+        node = inner;
+    }
+    node
+}
+
+/// The operand of a negation, by field when the grammar names one.
+fn operand<'t>(negation: Node<'t>, field: &str) -> Option<Node<'t>> {
+    if !field.is_empty()
+        && let Some(n) = negation.child_by_field_name(field)
+    {
+        return Some(n);
+    }
+    let last = u32::try_from(negation.named_child_count().checked_sub(1)?).ok()?;
+    negation.named_child(last)
+}
+
+/// Levenshtein distance, case-insensitive (names are short).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.to_lowercase().chars().collect();
+    let b: Vec<char> = b.to_lowercase().chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}

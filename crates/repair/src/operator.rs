@@ -1,0 +1,113 @@
+//! The repair operators and how likely each is to be the fix.
+//!
+//! Priors follow what mutation- and template-based repair found in real bug
+//! fixes (TBar's fix patterns, PraPR's mutators, the ManySStuBs4J counts of
+//! one-statement bugs): a changed operator, a wrong literal and a wrong
+//! variable are the common single-token fixes; a missing null check is common
+//! when the error names it; swapped arguments and negations are rarer.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    /// `<` ↔ `<=`, `==` ↔ `!=`, `is` ↔ `is not`, `in` ↔ `not in`, ...
+    ComparisonSwap,
+    /// `+` ↔ `-`, `*` ↔ `/`, `/` ↔ `//`, `+=` ↔ `-=`.
+    ArithmeticSwap,
+    /// `and` ↔ `or`, `&&` ↔ `||`.
+    BooleanSwap,
+    /// An integer literal one more or one less.
+    OffByOne,
+    /// A slice bound or a `range` end one more or one less.
+    BoundShift,
+    /// A condition negated, or its negation removed.
+    NegateCondition,
+    /// An identifier replaced by another of the same scope (closest name first).
+    IdentifierSwap,
+    /// A guard returning early when the object of an attribute access named
+    /// in the error is None.
+    NoneGuard,
+    /// Two positional arguments of a call swapped.
+    ArgumentSwap,
+}
+
+impl Operator {
+    /// Prior probability weight that this operator is the fix (relative).
+    pub fn prior(self) -> f64 {
+        match self {
+            Operator::ComparisonSwap => 1.0,
+            Operator::OffByOne => 0.9,
+            Operator::BoundShift => 0.8,
+            Operator::ArithmeticSwap => 0.7,
+            Operator::NoneGuard => 0.7,
+            Operator::BooleanSwap => 0.6,
+            Operator::NegateCondition => 0.5,
+            Operator::IdentifierSwap => 0.45,
+            Operator::ArgumentSwap => 0.35,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operator::ComparisonSwap => "comparison_swap",
+            Operator::ArithmeticSwap => "arithmetic_swap",
+            Operator::BooleanSwap => "boolean_swap",
+            Operator::OffByOne => "off_by_one",
+            Operator::BoundShift => "bound_shift",
+            Operator::NegateCondition => "negate_condition",
+            Operator::IdentifierSwap => "identifier_swap",
+            Operator::NoneGuard => "none_guard",
+            Operator::ArgumentSwap => "argument_swap",
+        }
+    }
+}
+
+/// The replacements tried for an operator token, by what the token is.
+pub fn token_swaps(token: &str) -> Option<(Operator, &'static [&'static str])> {
+    use Operator::*;
+    Some(match token {
+        "<" => (ComparisonSwap, &["<=", ">"]),
+        "<=" => (ComparisonSwap, &["<", ">="]),
+        ">" => (ComparisonSwap, &[">=", "<"]),
+        ">=" => (ComparisonSwap, &[">", "<="]),
+        "==" => (ComparisonSwap, &["!="]),
+        "!=" => (ComparisonSwap, &["=="]),
+        "===" => (ComparisonSwap, &["!=="]),
+        "!==" => (ComparisonSwap, &["==="]),
+        "is" => (ComparisonSwap, &["is not"]),
+        "is not" => (ComparisonSwap, &["is"]),
+        "in" => (ComparisonSwap, &["not in"]),
+        "not in" => (ComparisonSwap, &["in"]),
+        "+" => (ArithmeticSwap, &["-"]),
+        "-" => (ArithmeticSwap, &["+"]),
+        "*" => (ArithmeticSwap, &["/"]),
+        "/" => (ArithmeticSwap, &["*"]),
+        "//" => (ArithmeticSwap, &["/"]),
+        "+=" => (ArithmeticSwap, &["-="]),
+        "-=" => (ArithmeticSwap, &["+="]),
+        "and" => (BooleanSwap, &["or"]),
+        "or" => (BooleanSwap, &["and"]),
+        "&&" => (BooleanSwap, &["||"]),
+        "||" => (BooleanSwap, &["&&"]),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_swap_has_an_inverse_among_the_swaps() {
+        for token in ["<", "<=", "==", "is", "in", "+", "+=", "and", "&&", "==="] {
+            let (_, to) = token_swaps(token).unwrap();
+            assert!(
+                to.iter()
+                    .any(|t| token_swaps(t).unwrap().1.contains(&token)),
+                "{token}"
+            );
+        }
+        assert!(token_swaps("%").is_none());
+    }
+}

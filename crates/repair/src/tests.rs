@@ -1,0 +1,207 @@
+use super::*;
+
+fn target<'a>(path: &'a str, source: &'a str, hot: &'a [u32]) -> Target<'a> {
+    let lines = source.lines().count() as u32;
+    Target {
+        path,
+        source,
+        symbol: "f",
+        start_line: 1,
+        end_line: lines,
+        score: 1.0,
+        hot_lines: hot,
+    }
+}
+
+fn contents(candidates: &[Candidate]) -> Vec<&str> {
+    candidates.iter().map(|c| c.content.as_str()).collect()
+}
+
+fn position(candidates: &[Candidate], fixed: &str) -> Option<usize> {
+    candidates.iter().position(|c| c.content == fixed)
+}
+
+#[test]
+fn python_comparison_off_by_one_and_bounds() {
+    let src = "def last_items(xs, n):\n    if len(xs) < n:\n        return xs\n    return xs[len(xs) - n - 1:]\n";
+    let c = propose(&[target("lib/items.py", src, &[4])], "", 500);
+    let all = contents(&c);
+    assert!(all.contains(&"def last_items(xs, n):\n    if len(xs) <= n:\n        return xs\n    return xs[len(xs) - n - 1:]\n"));
+    let fixed = "def last_items(xs, n):\n    if len(xs) < n:\n        return xs\n    return xs[len(xs) - n - 0:]\n";
+    let at = position(&c, fixed).expect("off-by-one on the slice literal");
+    // The failure names line 4: its edits come before those of line 2.
+    let first_line_2 = c.iter().position(|c| c.line == 2).unwrap();
+    assert!(at < first_line_2, "{at} vs {first_line_2}");
+    assert!(all.contains(&"def last_items(xs, n):\n    if len(xs) < n:\n        return xs\n    return xs[(len(xs) - n - 1) + 1:]\n"));
+    for candidate in &c {
+        assert!(parses_cleanly(&candidate.path, &candidate.content));
+        assert_ne!(candidate.content, src);
+    }
+}
+
+#[test]
+fn python_operators_in_and_is_and_boolean() {
+    let src =
+        "def f(a, b, xs):\n    if a is None or b in xs:\n        return a + b\n    return not a\n";
+    let c = propose(&[target("m.py", src, &[])], "", 500);
+    let all = contents(&c);
+    for fixed in [
+        "def f(a, b, xs):\n    if a is not None or b in xs:\n        return a + b\n    return not a\n",
+        "def f(a, b, xs):\n    if a is None and b in xs:\n        return a + b\n    return not a\n",
+        "def f(a, b, xs):\n    if a is None or b not in xs:\n        return a + b\n    return not a\n",
+        "def f(a, b, xs):\n    if a is None or b in xs:\n        return a - b\n    return not a\n",
+        "def f(a, b, xs):\n    if not (a is None or b in xs):\n        return a + b\n    return not a\n",
+    ] {
+        assert!(all.contains(&fixed), "missing:\n{fixed}");
+    }
+}
+
+#[test]
+fn python_identifier_swap_prefers_close_names_and_never_self() {
+    let src = "class C:\n    def area(self, width, height):\n        widths = width\n        return width * width\n";
+    let t = Target {
+        start_line: 2,
+        end_line: 4,
+        ..target("shapes.py", src, &[4])
+    };
+    let c = propose(&[t], "", 500);
+    let fixed = "class C:\n    def area(self, width, height):\n        widths = width\n        return width * height\n";
+    assert!(position(&c, fixed).is_some());
+    assert!(
+        c.iter()
+            .filter(|c| c.operator == Operator::IdentifierSwap)
+            .all(|c| !c.description.contains("`self`"))
+    );
+}
+
+#[test]
+fn python_none_guard_before_the_named_attribute() {
+    let src = "def name_of(user):\n    profile = user.profile\n    return profile.name.title()\n";
+    let failure = "AttributeError: 'NoneType' object has no attribute 'name'";
+    let c = propose(&[target("users.py", src, &[3])], failure, 500);
+    let fixed = "def name_of(user):\n    profile = user.profile\n    if profile is None:\n        return None\n    return profile.name.title()\n";
+    let at = position(&c, fixed).expect("a None guard");
+    assert_eq!(c[at].operator, Operator::NoneGuard);
+    assert!(
+        propose(&[target("users.py", src, &[3])], "", 500)
+            .iter()
+            .all(|c| c.operator != Operator::NoneGuard)
+    );
+}
+
+#[test]
+fn python_range_end_and_argument_swap() {
+    let src = "def total(xs, n):\n    s = 0\n    for i in range(1, n):\n        s += pow(xs[i], 2)\n    return s\n";
+    let c = propose(&[target("sum.py", src, &[])], "", 1000);
+    let all = contents(&c);
+    assert!(all.contains(&"def total(xs, n):\n    s = 0\n    for i in range(1, n + 1):\n        s += pow(xs[i], 2)\n    return s\n"));
+    assert!(all.contains(&"def total(xs, n):\n    s = 0\n    for i in range(0, n):\n        s += pow(xs[i], 2)\n    return s\n"));
+    assert!(all.contains(&"def total(xs, n):\n    s = 0\n    for i in range(n, 1):\n        s += pow(xs[i], 2)\n    return s\n"));
+    assert!(all.contains(&"def total(xs, n):\n    s = 0\n    for i in range(1, n):\n        s -= pow(xs[i], 2)\n    return s\n"));
+}
+
+#[test]
+fn edits_stay_inside_the_suspect_function() {
+    let src = "def a(x):\n    return x < 1\n\n\ndef b(y):\n    return y > 2\n";
+    let t = Target {
+        start_line: 5,
+        end_line: 6,
+        ..target("two.py", src, &[])
+    };
+    let c = propose(&[t], "", 500);
+    assert!(!c.is_empty());
+    assert!(c.iter().all(|c| c.line >= 5), "{c:?}");
+}
+
+#[test]
+fn higher_scored_suspects_come_first_and_limit_holds() {
+    let src = "def f(x):\n    return x < 1\n";
+    let mut low = target("low.py", src, &[]);
+    low.score = 0.1;
+    let high = target("high.py", src, &[]);
+    let c = propose(&[low, high], "", 3);
+    assert_eq!(c.len(), 3);
+    assert!(c.iter().all(|c| c.path == "high.py"));
+}
+
+#[test]
+fn negation_is_removed_rather_than_doubled() {
+    let src = "def f(ok):\n    if not ok:\n        return 1\n    return 2\n";
+    let c = propose(&[target("n.py", src, &[])], "", 500);
+    assert!(contents(&c).contains(&"def f(ok):\n    if ok:\n        return 1\n    return 2\n"));
+    assert!(!contents(&c).iter().any(|s| s.contains("not (not ok)")));
+}
+
+#[test]
+fn other_languages_get_the_operator_templates() {
+    let js = "function within(a, n) {\n  if (a.length > n && n != 0) { return a[n - 1]; }\n  return null;\n}\n";
+    let c = propose(&[target("src/w.js", js, &[])], "", 500);
+    let all = contents(&c);
+    assert!(all.iter().any(|s| s.contains("a.length >= n &&")));
+    assert!(
+        all.iter()
+            .any(|s| s.contains("n != 0) ||") || s.contains("|| n != 0"))
+    );
+    assert!(
+        all.iter()
+            .any(|s| s.contains("a[n - 0]") || s.contains("a[n - 2]"))
+    );
+    assert!(
+        all.iter()
+            .any(|s| s.contains("if (!(a.length > n && n != 0))"))
+    );
+
+    let go = "package m\n\nfunc Clamp(x int, max int) int {\n\tif x > max {\n\t\treturn max\n\t}\n\treturn x\n}\n";
+    let t = Target {
+        start_line: 3,
+        end_line: 8,
+        ..target("m.go", go, &[])
+    };
+    assert!(
+        contents(&propose(&[t], "", 500))
+            .iter()
+            .any(|s| s.contains("if x >= max {"))
+    );
+
+    let rs = "fn mid(lo: usize, hi: usize) -> usize {\n    (lo + hi) / 2 + 1\n}\n";
+    let c = propose(&[target("src/lib.rs", rs, &[])], "", 500);
+    assert!(
+        contents(&c)
+            .iter()
+            .any(|s| s.contains("(lo + hi) / 2 + 0") || s.contains("(lo + hi) / 2 - 1"))
+    );
+
+    let java = "class A {\n  int f(int a, int b) {\n    return Math.max(a, b) - 1;\n  }\n}\n";
+    let t = Target {
+        start_line: 2,
+        end_line: 4,
+        ..target("src/main/java/A.java", java, &[])
+    };
+    let c = propose(&[t], "", 500);
+    assert!(contents(&c).iter().any(|s| s.contains("Math.max(b, a)")));
+    assert!(
+        contents(&c)
+            .iter()
+            .any(|s| s.contains("Math.max(a, b) + 1"))
+    );
+}
+
+#[test]
+fn a_file_that_does_not_parse_or_an_unknown_language_yields_nothing_silly() {
+    assert!(propose(&[target("notes.txt", "x < 1\n", &[])], "", 10).is_empty());
+    let broken = "def f(:\n    return 1 < 2\n";
+    assert!(propose(&[target("b.py", broken, &[])], "", 50).is_empty());
+    let empty = Target {
+        start_line: 40,
+        end_line: 50,
+        ..target("e.py", "def f():\n    return 1\n", &[])
+    };
+    assert!(propose(&[empty], "", 10).is_empty());
+}
+
+#[test]
+fn none_attributes_reads_each_name_once() {
+    let text = "AttributeError: 'NoneType' object has no attribute 'name'\n... 'NoneType' object has no attribute 'name' ... 'NoneType' object has no attribute 'id'";
+    assert_eq!(none_attributes(text), vec!["name", "id"]);
+    assert!(none_attributes("'NoneType' object has no attribute '").is_empty());
+}
