@@ -26,6 +26,9 @@ pub struct GroupKey(pub String);
 
 impl GroupKey {
     pub fn for_failure(f: &Failure) -> Self {
+        if let Some(key) = Self::rust_panic(f) {
+            return key;
+        }
         match &f.stack_signature {
             // The exception type splits one code path failing in two ways
             // (a KeyError and a TypeError in the same function are two bugs).
@@ -41,6 +44,39 @@ impl GroupKey {
                 None => GroupKey(format!("error:{}", f.error_signature)),
             },
         }
+    }
+}
+
+impl GroupKey {
+    /// A Rust panic is keyed by its message and the file it panicked in
+    /// (`thread 'main' panicked at src/main.rs:2:5`), never by its backtrace:
+    /// the same panic is printed with a backtrace or without one depending on
+    /// `RUST_BACKTRACE`, and both must land in one group.
+    fn rust_panic(f: &Failure) -> Option<Self> {
+        if f.language != Language::Rust || f.exception_type.as_deref() != Some("panic") {
+            return None;
+        }
+        let location = f.context.get("location")?;
+        let file = split_location(location).0;
+        let loc = crate::signature::file_signature(file);
+        Some(GroupKey(format!(
+            "error:{}@{}",
+            f.error_signature,
+            &loc[..8]
+        )))
+    }
+}
+
+/// `path:line:col` (the path may hold colons, as on Windows) into the path
+/// and the rest.
+pub(crate) fn split_location(location: &str) -> (&str, &str) {
+    let mut parts = location.rsplitn(3, ':');
+    let (col, line) = (parts.next(), parts.next());
+    match (parts.next(), line, col) {
+        (Some(path), Some(l), Some(c)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => {
+            (path, &location[path.len()..])
+        }
+        _ => (location, ""),
     }
 }
 

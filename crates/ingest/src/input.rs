@@ -125,11 +125,11 @@ fn invalid_utf8_bytes(mut s: &[u8]) -> usize {
     }
 }
 
-/// Lossy UTF-8 text with the BOM removed, ANSI colour codes stripped,
-/// CRLF normalised by the line splitter later.
+/// Lossy UTF-8 text with the BOM removed; escapes, CRs and line prefixes
+/// are the prefix layer's (`crate::prefix`).
 pub(crate) fn to_text(bytes: &[u8], diags: &mut Vec<Diagnostic>) -> String {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = match String::from_utf8_lossy(bytes) {
+    match String::from_utf8_lossy(bytes) {
         std::borrow::Cow::Borrowed(s) => s.to_owned(),
         std::borrow::Cow::Owned(s) => {
             let n = s.matches('\u{FFFD}').count();
@@ -139,84 +139,7 @@ pub(crate) fn to_text(bytes: &[u8], diags: &mut Vec<Diagnostic>) -> String {
             ));
             s
         }
-    };
-    if text.contains('\u{1b}') {
-        strip_ansi(&text)
-    } else {
-        text
     }
-}
-
-/// Removes ANSI escape sequences (CSI `ESC [ ... letter`, OSC `ESC ] ... BEL`).
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek() {
-            Some('[') => {
-                chars.next();
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                chars.next();
-                while let Some(c) = chars.next() {
-                    if c == '\u{7}' {
-                        break;
-                    }
-                    if c == '\u{1b}' && chars.peek() == Some(&'\\') {
-                        chars.next();
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// RFC 3339 timestamps that CI runners and `kubectl logs --timestamps` put in
-/// front of every line (`2024-05-14T14:02:11.0918273Z `).
-static TIMESTAMP_PREFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}) ")
-        .unwrap()
-});
-
-/// Removes a timestamp prefix when (nearly) every line has one, so that
-/// detection and the parsers see what the tool printed. Line numbers are kept.
-pub(crate) fn strip_line_timestamps(text: String, diags: &mut Vec<Diagnostic>) -> String {
-    let sample: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(50)
-        .collect();
-    let with = sample
-        .iter()
-        .filter(|l| TIMESTAMP_PREFIX.is_match(l))
-        .count();
-    if sample.is_empty() || with * 10 < sample.len() * 8 {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        match TIMESTAMP_PREFIX.find(line) {
-            Some(m) => out.push_str(&line[m.end()..]),
-            None => out.push_str(line),
-        }
-    }
-    diags.push(Diagnostic::info(
-        "timestamps_removed",
-        "a timestamp prefix on every line was removed before parsing",
-    ));
-    out
 }
 
 /// Splits text into lines (`\n`, `\r\n`; a lone `\r` as used by progress bars
@@ -288,18 +211,6 @@ mod tests {
     }
 
     #[test]
-    fn timestamp_prefixes_are_removed_only_when_uniform() {
-        let mut d = Vec::new();
-        let t = strip_line_timestamps(
-            "2024-05-14T14:02:11.0918273Z a\n2024-05-14T14:02:12.1Z b\n".into(),
-            &mut d,
-        );
-        assert_eq!(t, "a\nb\n");
-        let mixed = "2024-05-14T14:02:11Z a\nb\nc\nd\n".to_owned();
-        assert_eq!(strip_line_timestamps(mixed.clone(), &mut d), mixed);
-    }
-
-    #[test]
     fn binary_detection() {
         assert!(looks_binary(b"\x7fELF\x02\x01\x01\0\0\0\0").is_some());
         assert!(looks_binary("plain text\nwith lines\n".as_bytes()).is_none());
@@ -307,10 +218,9 @@ mod tests {
     }
 
     #[test]
-    fn ansi_and_cr_are_cleaned() {
+    fn cr_overwrites_keep_the_last() {
         let mut d = Vec::new();
-        let t = to_text(b"\x1b[31mFAILED\x1b[0m x\r\n50%\r100%\n", &mut d);
-        let l = lines(&t, &Limits::default(), &mut d);
+        let l = lines("FAILED x\r\n50%\r100%\n", &Limits::default(), &mut d);
         assert_eq!(l, vec!["FAILED x", "100%"]);
     }
 }

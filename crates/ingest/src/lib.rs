@@ -57,6 +57,7 @@ mod model;
 mod normalize;
 pub mod otlp;
 mod parsers;
+mod prefix;
 mod redact;
 pub mod rerun;
 mod signature;
@@ -116,11 +117,105 @@ pub fn parse(input: &[u8], options: &ParseOptions) -> ParseOutput {
     }
     let text = input::to_text(&bytes, &mut diagnostics);
     drop(bytes);
-    let text = input::strip_line_timestamps(text, &mut diagnostics);
-    let format = options.format.unwrap_or_else(|| detect(&text));
-    let parsed = parsers::dispatch(format, &text, limits);
+    let cleaned = prefix::clean(&text);
+    report_prefixes(&cleaned, &mut diagnostics);
+    let format = options.format.unwrap_or_else(|| detect(&cleaned.text));
+    let parsed = if cleaned.streams.is_empty() {
+        parsers::dispatch(format, &cleaned.text, limits)
+    } else {
+        parse_streams(&cleaned.streams, options.format, limits)
+    };
     diagnostics.extend(parsed.diagnostics);
     finish(parsed.failures, diagnostics, format, options)
+}
+
+/// Says what the prefix layer removed (an info each), so a reader of the
+/// output knows the line contents differ from the input's.
+fn report_prefixes(cleaned: &prefix::Cleaned<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    if cleaned.shapes.contains(&prefix::Shape::IsoTimestamp) {
+        diagnostics.push(Diagnostic::info(
+            "timestamps_removed",
+            "a timestamp prefix on every line was removed before parsing",
+        ));
+    }
+    let others: Vec<&str> = cleaned
+        .shapes
+        .iter()
+        .filter(|s| **s != prefix::Shape::IsoTimestamp)
+        .map(|s| s.describe())
+        .collect();
+    if !others.is_empty() {
+        diagnostics.push(Diagnostic::info(
+            "prefix_removed",
+            format!(
+                "line prefixes on most lines were removed before parsing: {}",
+                others.join(", ")
+            ),
+        ));
+    }
+    if !cleaned.streams.is_empty() {
+        let labels: Vec<&str> = cleaned
+            .streams
+            .iter()
+            .map(|s| s.label.as_str())
+            .filter(|l| !l.is_empty())
+            .collect();
+        diagnostics.push(Diagnostic::info(
+            "jobs_interleaved",
+            format!(
+                "{} interleaved jobs were parsed one by one: {}",
+                labels.len(),
+                labels.join(", ")
+            ),
+        ));
+    }
+}
+
+/// Parses each job's stream alone (its own format unless one is forced) and
+/// maps line numbers back to the input's.
+fn parse_streams(
+    streams: &[prefix::Stream],
+    forced: Option<DetectedFormat>,
+    limits: &Limits,
+) -> parsers::Parsed {
+    let mut all = parsers::Parsed::default();
+    let original = |s: &prefix::Stream, line: usize| {
+        line.checked_sub(1)
+            .and_then(|i| s.lines.get(i))
+            .copied()
+            .unwrap_or(line)
+    };
+    for s in streams {
+        let format = forced.unwrap_or_else(|| detect(&s.text));
+        let mut p = parsers::dispatch(format, &s.text, limits);
+        for f in &mut p.failures {
+            f.line = f.line.map(|l| original(s, l));
+            if let Some(r) = &mut f.region {
+                r.start_line = original(s, r.start_line);
+                r.end_line = original(s, r.end_line);
+            }
+            if !s.label.is_empty() {
+                f.context
+                    .entry("job".into())
+                    .or_insert_with(|| s.label.clone());
+            }
+        }
+        for d in &mut p.diagnostics {
+            d.line = d.line.map(|l| original(s, l));
+        }
+        // A stream with nothing in it is not worth a note of its own.
+        p.diagnostics.retain(|d| d.code != "no_failure_found");
+        all.failures.extend(p.failures);
+        all.diagnostics.extend(p.diagnostics);
+    }
+    all.failures.sort_by_key(|f| f.line.unwrap_or(0));
+    if all.failures.is_empty() {
+        all.diagnostics.push(Diagnostic::info(
+            "no_failure_found",
+            "no stack trace or known failure format found in any job's output",
+        ));
+    }
+    all
 }
 
 /// Benchmark support: parsing without normalisation, signatures or
@@ -253,6 +348,12 @@ fn normalize_failure(
     }
     for fr in &mut f.frames {
         n.frame(fr, lang);
+    }
+    // A panic location (`/home/u/app/src/main.rs:2:5`) is a path like a frame's.
+    if let Some(loc) = f.context.get_mut("location") {
+        let (path, rest) = group::split_location(loc);
+        let relative = format!("{}{rest}", n.relativize(path).0);
+        *loc = relative;
     }
     if f.causes.len() > limits.max_causes {
         f.causes.truncate(limits.max_causes);

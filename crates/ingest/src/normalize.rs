@@ -84,6 +84,8 @@ static LIB_MARKERS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"(?:^|/)\.m2/repository/",
         r"(?:^|/)\.gradle/caches/",
         r"(?:^|/)lib/python\d(?:\.\d+)?/",
+        // Windows: `…\Python312\Lib\`, the tool cache's `…\Python\3.12.3\x64\Lib\`.
+        r"(?:^|/)(?:Python\d+|x64|x86)/Lib/",
         r"(?:^|/)lib/pypy\d?(?:\.\d+)?/",
         r"(?:^|/)(?:usr/local/go|usr/lib/go(?:-[\d.]+)?|opt/hostedtoolcache/go/[^/]+/[^/]+|sdk/go[\d.]*|usr/local/Cellar/go/[^/]+/libexec|Go)/src/",
     ]
@@ -152,9 +154,24 @@ impl Normalizer {
                 p = rest.to_owned();
             }
         }
+        // A browser's script URL: the path on the server is what the repository has.
+        if let Some(rest) = p
+            .strip_prefix("http://")
+            .or_else(|| p.strip_prefix("https://"))
+        {
+            p = rest
+                .split_once('/')
+                .map_or(rest, |(_, path)| path)
+                .to_owned();
+        }
         // `file:///C:/x` leaves `/C:/x`.
         if p.len() > 3 && p.as_bytes()[0] == b'/' && p.as_bytes()[2] == b':' {
             p.remove(0);
+        }
+        // `C:\\Users\\x` escaped in a repr or a JSON string doubles every
+        // separator; one path has one spelling.
+        while p.contains("//") {
+            p = p.replace("//", "/");
         }
         // Query strings and webpack loaders carry build hashes.
         if let Some(i) = p.find('?') {
@@ -415,13 +432,76 @@ fn library_frame(frame: &Frame, lang: Language) -> bool {
                 || (!first.contains('.') && func.contains('/') && !frame_in_repo(file))
                 || func.starts_with("created by ")
         }
+        // A frame without a file is a builtin (`Promise.all`, `Array.map`);
+        // Node's own modules are `node:…`, `internal/…` or a bare core
+        // module file (`events.js`, `net.js` before Node 16).
         Language::Javascript => {
-            file.is_empty() && func.starts_with("process.") || func.starts_with("node:")
+            file.is_empty()
+                || func.starts_with("node:")
+                || file.starts_with("internal/") && !file.contains("/src/")
+                || node_core_file(file)
         }
         Language::Python => file.starts_with('<') && file != "<stdin>",
         Language::C => file.starts_with("/usr/include") || file.starts_with("/usr/lib"),
         Language::Unknown => false,
     }
+}
+
+/// Node's core modules as old Node versions name their files in frames
+/// (`events.js:377`, `_stream_readable.js`): a bare file name, no directory.
+fn node_core_file(file: &str) -> bool {
+    const CORE: &[&str] = &[
+        "assert",
+        "async_hooks",
+        "buffer",
+        "child_process",
+        "cluster",
+        "console",
+        "constants",
+        "crypto",
+        "dgram",
+        "diagnostics_channel",
+        "dns",
+        "domain",
+        "events",
+        "fs",
+        "http",
+        "http2",
+        "https",
+        "inspector",
+        "module",
+        "net",
+        "os",
+        "path",
+        "perf_hooks",
+        "process",
+        "punycode",
+        "querystring",
+        "readline",
+        "repl",
+        "stream",
+        "string_decoder",
+        "sys",
+        "timers",
+        "tls",
+        "trace_events",
+        "tty",
+        "url",
+        "util",
+        "v8",
+        "vm",
+        "wasi",
+        "worker_threads",
+        "zlib",
+    ];
+    let Some(name) = file.strip_suffix(".js") else {
+        return false;
+    };
+    !name.contains('/')
+        && (CORE.contains(&name)
+            || ["_stream_", "_http_", "_tls_"]
+                .iter()
+                .any(|p| name.starts_with(p)))
 }
 
 /// A relative path was stripped from an absolute in-repo path (or was relative already).

@@ -350,20 +350,48 @@ fn high_entropy(s: &str) -> bool {
     if digits < 1 || upper < 2 || lower < 2 {
         return false;
     }
-    // Paths and identifiers made of words.
-    if core.contains('/')
-        && core
-            .split('/')
-            .filter(|seg| seg.len() >= 3 && seg.bytes().all(|b| b.is_ascii_lowercase()))
-            .count()
-            >= 2
-    {
+    // Paths and identifiers made of words: `lib/python3.12`, and on Windows
+    // and macOS capitalised ones (`AppData/Local/Programs/Python/Python312`,
+    // `Frameworks/Python.framework`), which a secret's random segments
+    // (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`) are not.
+    if core.contains('/') && is_word_path(core) {
         return false;
     }
     if core.split(['_', '-']).filter(|w| w.len() >= 3).count() >= 3 && digits * 8 < core.len() {
         return false;
     }
     shannon_entropy(core) >= 3.8
+}
+
+/// Whether a `/`-separated string is a path of words: at least two segments
+/// of three or more characters are words (`site`, `AppData`, `Python312`,
+/// `x64`, `node_modules`, `spring-core`); a bundler's content hash beside
+/// them (`deps/chunk-XK3JP9AQ`) does not make it a secret.
+fn is_word_path(s: &str) -> bool {
+    s.split('/')
+        .filter(|seg| seg.len() >= 3 && is_word_segment(seg))
+        .count()
+        >= 2
+}
+
+/// Words joined by `-` or `_` (`node_modules`, `spring-core`, `AppData`).
+fn is_word_segment(seg: &str) -> bool {
+    seg.split(['-', '_']).filter(|w| !w.is_empty()).all(is_word)
+}
+
+/// `lib`, `Local`, `AppData`, `Python312`, `x64`, `2024`: camel-case words
+/// (every upper-case letter begins a run of lower-case ones), then digits.
+fn is_word(w: &str) -> bool {
+    let letters = w.trim_end_matches(|c: char| c.is_ascii_digit());
+    if letters.is_empty() {
+        return w.len() <= 4;
+    }
+    let b = letters.as_bytes();
+    b.iter().all(u8::is_ascii_alphabetic)
+        && (b.len() == 1
+            || b.iter().enumerate().all(|(i, c)| {
+                !c.is_ascii_uppercase() || b.get(i + 1).is_some_and(u8::is_ascii_lowercase)
+            }))
 }
 
 /// One value found by the detectors.

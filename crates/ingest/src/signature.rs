@@ -59,7 +59,12 @@ pub fn location_signature(frames: &[Frame]) -> Option<String> {
         .find(|f| f.in_app && f.file.is_some())?
         .file
         .as_deref()?;
-    Some(hash_hex(&[&mask_sensitive(signature_path(file))]))
+    Some(file_signature(file))
+}
+
+/// A file's last two path components, masked and hashed.
+pub(crate) fn file_signature(file: &str) -> String {
+    hash_hex(&[&mask_sensitive(signature_path(file))])
 }
 
 static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {

@@ -28,8 +28,13 @@ fn expected_format(name: &str) -> DetectedFormat {
         ("kotlin_", DetectedFormat::Text),
         ("node_uncaught", DetectedFormat::Text),
         ("node_fetch_cause", DetectedFormat::Text),
+        ("node_internal", DetectedFormat::Text),
+        ("node_events", DetectedFormat::Text),
+        ("js_", DetectedFormat::Text),
         ("go_panic", DetectedFormat::Text),
         ("go_goroutine", DetectedFormat::Text),
+        ("go_fatal", DetectedFormat::Text),
+        ("go_race", DetectedFormat::Text),
         ("rust_", DetectedFormat::Text),
     ];
     table

@@ -233,3 +233,58 @@ fn new_signature_on_protected_branch_is_investigated() {
         block_on(store.resolve(&tracelab_ingest::GroupKey("stack:none".into()), 1, None)).is_err()
     );
 }
+
+/// The one group key of the single failure in `text`.
+fn key_of(text: &str) -> tracelab_ingest::GroupKey {
+    let out = parse(text.as_bytes(), &ParseOptions::default());
+    assert_eq!(out.failures.len(), 1, "{text}");
+    tracelab_ingest::GroupKey::for_failure(&out.failures[0])
+}
+
+#[test]
+fn a_rust_panic_with_and_without_a_backtrace_is_one_group() {
+    let bare = "thread 'main' panicked at src/main.rs:14:38:\ncalled `Option::unwrap()` on a `None` value\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+    let old = "thread 'main' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:14:38\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+    let backtrace = "thread 'main' panicked at /home/dev/tally/src/main.rs:14:38:\ncalled `Option::unwrap()` on a `None` value\nstack backtrace:\n   0: rust_begin_unwind\n             at /rustc/129f3b9964af4d4a709d1383930ade12dfe7c081/library/std/src/panicking.rs:652:5\n   1: core::option::unwrap_failed\n             at /rustc/129f3b9964af4d4a709d1383930ade12dfe7c081/library/core/src/option.rs:1985:5\n   2: tally::first_amount\n             at ./src/main.rs:14:38\n   3: tally::main\n             at ./src/main.rs:22:17\nnote: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n";
+    let full = include_str!("corpus/rust_panic_backtrace_full.txt");
+    let k = key_of(bare);
+    assert_eq!(key_of(old), k);
+    assert_eq!(key_of(backtrace), k);
+    assert_eq!(key_of(full), k);
+    // Another message or another file is another group.
+    assert_ne!(key_of(&bare.replace("`None` value", "`Err` value: Io")), k);
+    assert_ne!(key_of(&bare.replace("src/main.rs", "src/parse.rs")), k);
+}
+
+#[test]
+fn node_core_frames_are_not_in_app_and_do_not_sign() {
+    let app = "    at startServer (/home/dev/projects/chat/src/server.js:48:10)\n    at Object.<anonymous> (/home/dev/projects/chat/src/index.js:5:1)\n";
+    let core = [
+        "    at Server.setupListenHandle [as _listen2] (net.js:1331:16)\n    at listenInCluster (net.js:1379:12)\n",
+        "    at emitErrorNT (node:net:1358:8)\n    at process.processTicksAndRejections (node:internal/process/task_queues:82:21)\n",
+        "    at EventEmitter.emit (events.js:400:28)\n    at processTicksAndRejections (internal/process/task_queues.js:95:5)\n",
+        "    at async Promise.all (index 0)\n    at Readable.read (_stream_readable.js:470:10)\n",
+    ];
+    let header = "Error: listen EADDRINUSE: address already in use :::3000\n";
+    let bare = parse(
+        format!("{header}{app}").as_bytes(),
+        &ParseOptions::default(),
+    );
+    for c in core {
+        let out = parse(
+            format!("{header}{c}{app}").as_bytes(),
+            &ParseOptions::default(),
+        );
+        let f = &out.failures[0];
+        let in_app: Vec<_> = f.frames.iter().filter(|fr| fr.in_app).collect();
+        assert_eq!(in_app.len(), 2, "{c}: {:#?}", f.frames);
+        assert_eq!(f.stack_signature, bare.failures[0].stack_signature, "{c}");
+    }
+}
+
+#[test]
+fn escaped_and_plain_windows_paths_are_one_group() {
+    let plain = "Traceback (most recent call last):\n  File \"C:\\Users\\dev\\app\\main.py\", line 3, in <module>\n    main()\n  File \"C:\\Users\\dev\\app\\util.py\", line 9, in main\n    raise ValueError(\"x\")\nValueError: x\n";
+    let escaped = plain.replace('\\', "\\\\");
+    assert_eq!(key_of(plain), key_of(&escaped));
+}

@@ -169,3 +169,89 @@ fn structured_keys_are_redacted_whatever_their_value() {
         assert!(s.contains(kept), "{kept} lost in {s}");
     }
 }
+
+/// Frame lines with real-looking paths from each OS and language: none of
+/// them is a secret. Only the user name of a home directory is personal data
+/// (`<user:…>`); everything else must come out unchanged.
+const REAL_PATHS: &[&str] = &[
+    // Python on Windows, macOS and Linux.
+    r#"  File "C:\Users\dev\app\main.py", line 3, in <module>"#,
+    r#"  File "C:\\Users\\dev\\app\\main.py", line 3, in <module>"#,
+    r#"  File "C:\Users\dev\AppData\Local\Programs\Python\Python312\Lib\asyncio\base_events.py", line 687, in run_until_complete"#,
+    r#"  File "C:\Users\dev\AppData\Local\Programs\Python\Python312\python.exe", line 1"#,
+    r#"  File "D:\a\shop\shop\tests\test_orders.py", line 41, in test_refund"#,
+    r#"  File "C:\hostedtoolcache\windows\Python\3.12.3\x64\Lib\site-packages\requests\sessions.py", line 589, in request"#,
+    r#"  File "C:\Users\dev\AppData\Local\pypoetry\Cache\virtualenvs\shop-Xk3jP9aQ-py3.12\Lib\site-packages\django\db\models\query.py", line 649, in get"#,
+    r#"  File "/Users/dev/Library/Caches/pypoetry/virtualenvs/shop-Xk3jP9aQ-py3.12/lib/python3.12/site-packages/httpx/_client.py", line 1014, in send"#,
+    r#"  File "/opt/homebrew/Cellar/python@3.12/3.12.3/Frameworks/Python.framework/Versions/3.12/lib/python3.12/json/decoder.py", line 355, in raw_decode"#,
+    r#"  File "/Library/Frameworks/Python.framework/Versions/3.11/lib/python3.11/unittest/case.py", line 589, in _callTestMethod"#,
+    r#"  File "/private/var/folders/7x/k2j3h4g5f6d7s8a9q0w1e2r3t4y5u6/T/pytest-of-dev/pytest-12/test_export0/conftest.py", line 8, in fixture"#,
+    r#"  File "/home/runner/.cache/pypoetry/virtualenvs/shop-Xk3jP9aQ-py3.12/lib/python3.12/site-packages/sqlalchemy/engine/base.py", line 1967, in _exec_single_context"#,
+    r#"  File "/nix/store/9krlzvny65gdc8s7kpb6lkx8cd02c25b-python3-3.12.3/lib/python3.12/subprocess.py", line 571, in run"#,
+    // Java / Kotlin.
+    r"	at org.springframework.boot.SpringApplication.run(SpringApplication.java:335) ~[spring-boot-3.3.0.jar!/:3.3.0]",
+    r"	at com.acme.shop.MainActivity.onCreate(MainActivity.kt:42)",
+    r"jar:file:/C:/Users/dev/.m2/repository/org/springframework/spring-core/6.1.8/spring-core-6.1.8.jar!/org/springframework/core/io/ClassPathResource.class",
+    r"C:\Users\dev\.gradle\caches\modules-2\files-2.1\com.google.guava\guava\33.2.0-jre\5e64ec7e056456bef3a4bc4c6fdaef71e8ab6318\guava-33.2.0-jre.jar",
+    r"/Users/dev/AndroidStudioProjects/ShopApp/app/src/main/java/com/acme/shop/CheckoutViewModel.kt",
+    // JavaScript / TypeScript.
+    r"    at Object.<anonymous> (C:\Users\dev\projects\web\node_modules\.pnpm\@babel+core@7.24.7\node_modules\@babel\core\lib\index.js:12:3)",
+    r"    at render (/Users/dev/proj/node_modules/.pnpm/react-dom@18.3.1_react@18.3.1/node_modules/react-dom/cjs/react-dom.development.js:16081:7)",
+    r"    at eval (webpack-internal:///./src/components/CartSummary.tsx:27:19)",
+    r"renderProfile@http://localhost:5173/node_modules/.vite/deps/chunk-XK3JP9AQ.js?v=3f2a1b9c:1021:9",
+    r"    at Module._compile (node:internal/modules/cjs/loader:1469:14)",
+    // Go.
+    r"	C:/Users/dev/go/pkg/mod/github.com/gin-gonic/gin@v1.10.0/context.go:185 +0x7a",
+    r"	/home/dev/go/pkg/mod/golang.org/x/net@v0.26.0/http2/server.go:2171 +0x2f",
+    r"	/opt/hostedtoolcache/go/1.22.3/x64/src/runtime/panic.go:770 +0x132",
+    r"	/Users/dev/sdk/go1.22.3/src/net/http/server.go:3142 +0x1ae",
+    // Rust.
+    r"             at C:\Users\dev\.cargo\registry\src\index.crates.io-6f17d22bba15001f\tokio-1.38.0\src\runtime\park.rs:281:63",
+    r"             at /rustc/129f3b9964af4d4a709d1383930ade12dfe7c081/library/core/src/panicking.rs:72:14",
+    r"             at /Users/dev/.rustup/toolchains/stable-aarch64-apple-darwin/lib/rustlib/src/rust/library/std/src/panicking.rs:652:5",
+    r"             at /home/dev/.cargo/git/checkouts/tower-http-3f2a1b9c8d7e6f5a/0b1c2d3/src/trace/service.rs:90:17",
+    // .NET and C.
+    r"   at Acme.Billing.InvoiceService.Create(Invoice invoice) in C:\src\Acme.Billing\Services\InvoiceService.cs:line 57",
+    r"/usr/lib/gcc/x86_64-linux-gnu/13/include/stddef.h:214:23",
+    r"C:\Program Files\Microsoft Visual Studio\2022\Enterprise\VC\Tools\MSVC\14.40.33807\include\vector(1875): error C2039",
+];
+
+#[test]
+fn real_paths_from_each_os_and_language_are_not_secrets() {
+    use tracelab_ingest::SecretKind;
+    let redactor = Redactor::new(b"corpus-test-key").unwrap();
+    let mut wrong = Vec::new();
+    for line in REAL_PATHS {
+        let (out, findings) = redactor.redact_text_report(line);
+        let not_users: Vec<_> = findings
+            .iter()
+            .filter(|f| f.kind != SecretKind::Username)
+            .map(|f| (f.kind, &line[f.start..f.end]))
+            .collect();
+        if !not_users.is_empty() {
+            wrong.push(format!("{line}\n  -> {out}\n  {not_users:?}"));
+        }
+    }
+    println!(
+        "real paths kept: {}/{}",
+        REAL_PATHS.len() - wrong.len(),
+        REAL_PATHS.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "paths redacted as secrets:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_windows_path_in_a_python_frame_survives_parse() {
+    let text = "Traceback (most recent call last):\n  File \"C:\\Users\\dev\\AppData\\Local\\Programs\\Python\\Python312\\Lib\\runpy.py\", line 198, in _run_module_as_main\n    return _run_code(code, main_globals, None,\n  File \"C:\\Users\\dev\\app\\main.py\", line 3, in <module>\n    main()\nValueError: bad input\n";
+    let out = parse(text.as_bytes(), &ParseOptions::default());
+    let frames: Vec<(&str, bool)> = out.failures[0]
+        .frames
+        .iter()
+        .map(|f| (f.file.as_deref().unwrap_or(""), f.in_app))
+        .collect();
+    assert_eq!(frames, [("runpy.py", false), ("app/main.py", true)]);
+}

@@ -8,6 +8,7 @@
 
 use crate::model::{Cause, Failure, FailureKind, Frame, Language};
 use regex::Regex;
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// Lines of message kept after an exception header, at most.
@@ -60,6 +61,12 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     {
         return go_panic(lines, i);
     }
+    if line.starts_with("goroutine ") && GO_GOROUTINE.is_match(line) {
+        return go_headerless(lines, i);
+    }
+    if line.trim_end() == "WARNING: DATA RACE" {
+        return go_race(lines, i);
+    }
     if line.starts_with("Error: ")
         && let Some(r) = rust_error(lines, i)
     {
@@ -77,6 +84,14 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
         if let Some(r) = javascript(lines, i) {
             return Some(r);
         }
+    }
+    // Firefox and Safari print `fn@url:line:col` frames, no `at`.
+    if lines
+        .get(i + 1)
+        .is_some_and(|n| n.contains('@') && gecko_frame(n).is_some())
+        && let Some(r) = javascript_gecko(lines, i)
+    {
+        return Some(r);
     }
     None
 }
@@ -294,7 +309,7 @@ fn python_syntax_error(lines: &[&str], start: usize) -> Option<(Failure, usize)>
 }
 
 static LOG_RECORD_START: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b)").unwrap()
+    Regex::new(r"^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b|##\[)").unwrap()
 });
 
 // ---------------------------------------------------------------- Java / Kotlin
@@ -599,17 +614,65 @@ fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     Some((f, i))
 }
 
+/// A Firefox / Safari (SpiderMonkey, JavaScriptCore) frame:
+/// `renderProfile@http://host/src/a.js:14:23`, `async*load@…`, `@…` (an
+/// anonymous function), `global code@…`, `dispatchEvent@[native code]`.
+static GECKO_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*((?:[^@\s]*)|(?:global|eval|module) code)@(.+?)(?::(\d+):(\d+))?\s*$").unwrap()
+});
+
+fn gecko_frame(line: &str) -> Option<Frame> {
+    let c = GECKO_FRAME.captures(line)?;
+    let loc = &c[2];
+    let native = loc == "[native code]";
+    if c.get(3).is_none() && !native {
+        return None;
+    }
+    // Firefox marks an async boundary with `async*`; an anonymous function has no name.
+    let func = c[1].trim_start_matches("async*");
+    let func = if func.is_empty() { "<anonymous>" } else { func };
+    Some(frame(
+        (!native).then_some(loc),
+        Some(func),
+        c.get(3).and_then(|m| m.as_str().parse().ok()),
+    ))
+}
+
+/// A Firefox / Safari error: the header line (as V8's), then `fn@url` frames.
+fn javascript_gecko(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let c = JS_HEADER.captures(lines[start])?;
+    let ty = c[1].to_owned();
+    if !(ty.ends_with("Error") || ty.ends_with("Exception") || ty.contains("Rejection")) {
+        return None;
+    }
+    let mut frames = Vec::new();
+    let mut i = start + 1;
+    while i < lines.len() {
+        match gecko_frame(lines[i]) {
+            Some(fr) => frames.push(fr),
+            None => break,
+        }
+        i += 1;
+    }
+    if frames.is_empty() {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Javascript);
+    f.exception_type = Some(ty);
+    f.message = c
+        .get(3)
+        .map_or(String::new(), |m| m.as_str().trim_end().to_owned());
+    frames.reverse();
+    f.frames = frames;
+    Some((f, i))
+}
+
 // ---------------------------------------------------------------- Go
 
 static GO_SIGNAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^SIG[A-Z]+: [a-z ]+$").unwrap());
 static GO_GOROUTINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^goroutine \d+(?: gp=\S+ m=\S+(?: mp=\S+)?)? \[([^\]]*)\]:$").unwrap()
 });
-static GO_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s+(.+?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+ pc=\S+)?$")
-        .unwrap()
-});
-
 /// `pkg.(*T).Method(0x1, {0x2, 0x3})` -> `pkg.(*T).Method`.
 fn go_strip_args(line: &str) -> &str {
     let line = line.trim();
@@ -632,7 +695,33 @@ fn go_strip_args(line: &str) -> &str {
     line
 }
 
-/// Reads `function\n\tfile:line +0x..` pairs of one goroutine (innermost first).
+/// A Go source location line: `\t/path/file.go:12 +0x1d`. The indentation
+/// is optional: pasting into an issue or a chat often loses the tab.
+static GO_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(\S.*?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+ pc=\S+)?$")
+        .unwrap()
+});
+
+/// Lines a wrapped argument list of one frame may span, at most.
+const GO_MAX_WRAPPED: usize = 8;
+
+/// Whether a function line's parentheses are still open (its argument list
+/// continues on the next line).
+fn go_args_open(s: &str) -> bool {
+    let mut depth = 0i32;
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    depth > 0
+}
+
+/// Reads `function\n\tfile:line +0x..` pairs of one goroutine (innermost
+/// first). A function's argument list may wrap over several lines, and the
+/// location's tab may be missing.
 pub(crate) fn go_frames(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
     let mut frames = Vec::new();
     while i < lines.len() {
@@ -644,21 +733,121 @@ pub(crate) fn go_frames(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
             i += 1;
             continue;
         }
-        let loc = lines.get(i + 1).and_then(|n| GO_LOCATION.captures(n));
-        match loc {
-            Some(c) if !l.starts_with('\t') && !l.starts_with(' ') => {
-                // `created by` names the goroutine's creator, not a caller.
-                if !l.starts_with("created by ") {
-                    frames.push(frame(
-                        Some(&c[1]),
-                        Some(go_strip_args(l)),
-                        c[2].parse().ok(),
-                    ));
-                }
-                i += 2;
-            }
-            _ => break,
+        if l.starts_with('\t') || l.starts_with(' ') || GO_LOCATION.is_match(l) {
+            break;
         }
+        // The function, with its argument list joined when it wraps.
+        let mut func = Cow::Borrowed(l.trim());
+        let mut j = i;
+        while go_args_open(&func) && j + 1 < lines.len() && j < i + GO_MAX_WRAPPED {
+            j += 1;
+            let next = lines[j].trim();
+            if next.is_empty() || GO_LOCATION.is_match(lines[j]) {
+                j -= 1;
+                break;
+            }
+            func.to_mut().push(' ');
+            func.to_mut().push_str(next);
+        }
+        let Some(c) = lines.get(j + 1).and_then(|n| GO_LOCATION.captures(n)) else {
+            break;
+        };
+        // `created by` names the goroutine's creator, not a caller.
+        if !func.starts_with("created by ") {
+            frames.push(frame(
+                Some(&c[1]),
+                Some(go_strip_args(&func)),
+                c[2].parse().ok(),
+            ));
+        }
+        i = j + 2;
+    }
+    (frames, i)
+}
+
+/// A goroutine dump copied without its `panic:` / `fatal error:` line: the
+/// first goroutine is the one that failed; the kind of failure is unknown,
+/// so it is called a panic (what a running goroutine's dump usually is).
+fn go_headerless(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let (frames, _) = go_frames(lines, start + 1);
+    if frames.is_empty() {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Go);
+    f.exception_type = Some("panic".into());
+    f.context.insert("header".into(), "missing".into());
+    let (f, next) = go_goroutines(f, lines, start);
+    Some((f, next))
+}
+
+/// The race detector's report: the racing access and the previous one, each
+/// with its stack, and where the goroutines were created. The failure's frames
+/// are the first access's; the others become causes.
+fn go_race(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let mut f = Failure::new(FailureKind::Exception, Language::Go);
+    f.exception_type = Some("data race".into());
+    let mut i = start + 1;
+    let mut first = true;
+    while i < lines.len() && i < start + 2000 {
+        let l = lines[i].trim_end();
+        if l.starts_with("==================") {
+            i += 1;
+            break;
+        }
+        let Some(head) = l.strip_suffix(':').filter(|h| {
+            h.contains(" by goroutine ")
+                || h.contains(" by main goroutine")
+                || h.ends_with(" created at")
+        }) else {
+            if l.trim().is_empty() {
+                i += 1;
+                continue;
+            }
+            break;
+        };
+        let (frames, next) = go_race_frames(lines, i + 1);
+        let frames: Vec<Frame> = frames.into_iter().rev().collect();
+        if first {
+            f.message = head.to_owned();
+            f.frames = frames;
+            first = false;
+        } else {
+            f.causes.push(Cause {
+                relation: if head.ends_with(" created at") {
+                    "goroutine_created".into()
+                } else {
+                    "previous_access".into()
+                },
+                exception_type: None,
+                message: head.to_owned(),
+                frames,
+            });
+        }
+        i = next.max(i + 1);
+    }
+    if first {
+        return None;
+    }
+    Some((f, i))
+}
+
+/// A race report's stack: `  pkg.fn()` then `      /path/file.go:12 +0x44`.
+fn go_race_frames(lines: &[&str], mut i: usize) -> (Vec<Frame>, usize) {
+    let mut frames = Vec::new();
+    while i + 1 < lines.len() {
+        let func = lines[i].trim();
+        if func.is_empty() || GO_LOCATION.is_match(lines[i]) {
+            break;
+        }
+        let Some(c) = GO_LOCATION.captures(lines[i + 1]) else {
+            break;
+        };
+        frames.push(frame(
+            Some(&c[1]),
+            Some(go_strip_args(func)),
+            c[2].parse().ok(),
+        ));
+        i += 2;
     }
     (frames, i)
 }
@@ -704,10 +893,16 @@ fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         // A panic without a goroutine dump (GOTRACEBACK=none, or cut off).
         return Some((f, start + 1));
     }
-    if let Some(c) = GO_GOROUTINE.captures(lines[i]) {
+    Some(go_goroutines(f, lines, i))
+}
+
+/// Reads the dump from the goroutine header at `at`: the first goroutine's
+/// frames (the one that failed), then counts the others.
+fn go_goroutines(mut f: Failure, lines: &[&str], at: usize) -> (Failure, usize) {
+    if let Some(c) = GO_GOROUTINE.captures(lines[at]) {
         f.context.insert("goroutine_state".into(), c[1].to_owned());
     }
-    let (frames, mut next) = go_frames(lines, i + 1);
+    let (frames, mut next) = go_frames(lines, at + 1);
     f.frames = frames.into_iter().rev().collect();
     // Further goroutines of a dump: counted, not kept (the first is the one that failed).
     let mut goroutines = 1;
@@ -718,7 +913,7 @@ fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         }
         if j < lines.len() && GO_GOROUTINE.is_match(lines[j]) {
             goroutines += 1;
-            next = go_frames(lines, j + 1).1;
+            next = go_frames(lines, j + 1).1.max(j + 1);
         } else {
             break;
         }
@@ -727,7 +922,7 @@ fn go_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         f.context
             .insert("goroutines".into(), goroutines.to_string());
     }
-    Some((f, next))
+    (f, next)
 }
 
 // ---------------------------------------------------------------- Rust
@@ -774,6 +969,8 @@ fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     let location;
     if let Some(c) = RUST_PANIC_NEW.captures(head) {
         f.context.insert("thread".into(), c[1].to_owned());
+        f.context
+            .insert("location".into(), format!("{}:{}:{}", &c[2], &c[3], &c[4]));
         location = frame(Some(&c[2]), None, c[3].parse().ok());
         let mut msg = Vec::new();
         while i < lines.len() && msg.len() < MAX_MESSAGE_LINES {
@@ -791,6 +988,8 @@ fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         f.message = msg.join("\n");
     } else if let Some(c) = RUST_PANIC_OLD.captures(head) {
         f.context.insert("thread".into(), c[1].to_owned());
+        f.context
+            .insert("location".into(), format!("{}:{}:{}", &c[3], &c[4], &c[5]));
         location = frame(Some(&c[3]), None, c[4].parse().ok());
         f.message = c[2].to_owned();
     } else {
@@ -942,6 +1141,60 @@ mod tests {
                 ("sub_exception", Some("KeyError"), 1)
             ]
         );
+    }
+
+    #[test]
+    fn go_dump_without_its_panic_line() {
+        let f = one(
+            "goroutine 1 [running]:\nmain.f(...)\n\t/path/main.go:12 +0x1d\nmain.main()\n\t/path/main.go:20 +0x25\n",
+        );
+        assert_eq!(f.exception_type.as_deref(), Some("panic"));
+        let funcs: Vec<_> = f.frames.iter().map(|fr| fr.function.as_deref()).collect();
+        assert_eq!(funcs, [Some("main.main"), Some("main.f")]);
+        assert_eq!(f.frames[1].line, Some(12));
+    }
+
+    #[test]
+    fn go_frames_with_wrapped_arguments_and_no_tabs() {
+        let f = one(
+            "panic: boom\n\ngoroutine 1 [running]:\nmain.(*S).f(0xc000010000,\n    {0x1, 0x2})\n/src/x/main.go:12 +0x1d\nmain.main()\n/src/x/main.go:20 +0x25\n",
+        );
+        let funcs: Vec<_> = f.frames.iter().map(|fr| fr.function.as_deref()).collect();
+        assert_eq!(funcs, [Some("main.main"), Some("main.(*S).f")]);
+    }
+
+    #[test]
+    fn go_data_race() {
+        let f = one(
+            "WARNING: DATA RACE\nRead at 0x00c000012345 by goroutine 7:\n  main.get()\n      /src/m.go:9 +0x2a\n\nPrevious write at 0x00c000012345 by main goroutine:\n  main.set()\n      /src/m.go:5 +0x1a\n==================\n",
+        );
+        assert_eq!(f.exception_type.as_deref(), Some("data race"));
+        assert_eq!(f.message, "Read at 0x00c000012345 by goroutine 7");
+        assert_eq!(f.frames[0].function.as_deref(), Some("main.get"));
+        assert_eq!(f.causes[0].relation, "previous_access");
+        assert_eq!(f.causes[0].frames[0].function.as_deref(), Some("main.set"));
+    }
+
+    #[test]
+    fn firefox_and_safari_frames() {
+        let f = one(
+            "TypeError: x is undefined\nasync*load@http://localhost/src/a.js:3:9\n@http://localhost/src/main.js:1:1\nf@[native code]\n",
+        );
+        assert_eq!(f.exception_type.as_deref(), Some("TypeError"));
+        let frames: Vec<_> = f
+            .frames
+            .iter()
+            .map(|fr| (fr.function.as_deref(), fr.line))
+            .collect();
+        assert_eq!(
+            frames,
+            [
+                (Some("f"), None),
+                (Some("<anonymous>"), Some(1)),
+                (Some("load"), Some(3))
+            ]
+        );
+        assert!(gecko_frame("mail me at ann@example.com").is_none());
     }
 
     #[test]
