@@ -547,9 +547,10 @@ fn detect(text: &str, work: &mut u64) -> Vec<Shape> {
         if lines == 0 {
             break;
         }
+        // A shape may come twice (a Jenkins timestamp on a log that already
+        // had one, a job label inside a job label).
         let best = Shape::ALL
             .iter()
-            .filter(|s| !shapes.contains(*s))
             .map(|&s| (s, dominance(s, &views, work)))
             .max_by_key(|&(_, n)| n);
         let Some((shape, n)) = best else { break };

@@ -93,6 +93,38 @@ fn syntax_text() -> impl Strategy<Value = String> {
     prop::collection::vec(syntax_line(), 0..40).prop_map(|v| v.join("\n"))
 }
 
+/// What CI systems put in front of lines, well-formed and damaged, so the
+/// prefix layer meets every shape, layered and interleaved.
+fn ci_prefix() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        "20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:?[0-9]{2})? ( ?[0-9a-f]{2}[OE]\\+? )?",
+        "\\[20[0-9]{2}-[01][0-9]-[0-3][0-9][T ][0-2][0-9]:[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,3})?Z?\\] ",
+        "\\[?[0-2][0-9]:[0-5][0-9]:[0-5][0-9]\\]? ",
+        "\\[ {0,4}[0-9]{1,5}(\\.[0-9])?s\\] ",
+        "\\[[a-z]{1,6}-[0-9]\\] ",
+        "[a-z]{1,6}_[0-9] {1,4}\\| ",
+        " {0,4}[0-9]{1,4}( \\| |\\t| │ )",
+        prop_oneof![
+            Just("\x1b[31m"),
+            Just("\x1b]0;title\x07"),
+            Just("\x1b_bk;t=1714564800123\x07"),
+            Just("::group::"),
+            Just("::endgroup::"),
+            Just("::error file=a.py,line=3::"),
+            Just("##[group]"),
+            Just("section_start:1714564800:step\r\x1b[0K"),
+            Just("\r"),
+            Just("2024-13-99T"),
+            Just("[  "),
+            Just("\x1b["),
+            Just("\x1b]8;;"),
+            Just("\u{1b}_"),
+        ]
+        .prop_map(str::to_owned),
+    ]
+}
+
 /// Fixed case counts keep CI bounded; `PROPTEST_CASES` overrides them for longer local runs.
 fn config(cases: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
@@ -127,6 +159,16 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
         let opts = ParseOptions::default();
         assert_bounded(&parse(&bytes, &opts), &opts);
+    }
+
+    #[test]
+    fn prefixed_soup_never_panics(lines in prop::collection::vec((ci_prefix(), ci_prefix(), syntax_line(), any::<bool>()), 0..40)) {
+        let text: String = lines
+            .iter()
+            .map(|(outer, inner, l, crlf)| format!("{outer}{inner}{l}{}\n", if *crlf { "\r" } else { "" }))
+            .collect();
+        let auto = ParseOptions::default();
+        assert_bounded(&parse(text.as_bytes(), &auto), &auto);
     }
 
     #[test]
@@ -519,6 +561,41 @@ fn ten_thousand_frames_keep_both_ends() {
     let out = parse(java.as_bytes(), &opts);
     assert_eq!(out.failures[0].frames.len(), opts.limits.max_frames);
     assert_bounded(&out, &opts);
+}
+
+/// The same 10,000-frame trace behind GitHub Actions timestamps and job
+/// labels, one line of it a megabyte long: the prefix layer hands the parser
+/// what the unprefixed trace gives.
+#[test]
+fn ten_thousand_prefixed_frames_and_long_lines_parse_as_without_prefixes() {
+    let mut py = String::from("Traceback (most recent call last):\n");
+    for i in 0..10_000 {
+        py.push_str(&format!(
+            "  File \"/app/rec.py\", line {}, in walk_{i}\n    walk(n - 1)\n",
+            10 + i % 7
+        ));
+    }
+    py.push_str(&format!(
+        "  File \"/app/leaf.py\", line 9, in leaf\n    {}\n",
+        "x".repeat(1 << 20)
+    ));
+    py.push_str("RecursionError: maximum recursion depth exceeded\n");
+    let prefixed: String = py
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("2024-05-01T12:00:00.{i:07}Z [job-{}] {l}\n", 1 + i / 30_000))
+        .collect();
+    let opts = ParseOptions::default();
+    let plain = parse(py.as_bytes(), &opts);
+    let out = parse(prefixed.as_bytes(), &opts);
+    assert_bounded(&out, &opts);
+    assert_eq!(out.failures.len(), 1);
+    assert_eq!(out.failures[0].frames, plain.failures[0].frames);
+    assert_eq!(
+        out.failures[0].frames_omitted,
+        10_001 - opts.limits.max_frames
+    );
+    assert!(out.diagnostics.iter().any(|d| d.code == "line_truncated"));
 }
 
 #[test]
