@@ -218,21 +218,34 @@ fn parse_streams(
     all
 }
 
-/// Benchmark support: parsing without normalisation, signatures or
-/// redaction, the baseline the throughput benchmark compares against.
+/// Benchmark support: parsing (the prefix layer, detection, the format's
+/// parser) without normalisation, signatures or redaction, the baseline the
+/// throughput benchmark compares against.
 #[doc(hidden)]
 pub fn parse_unprocessed(input: &[u8], options: &ParseOptions) -> ParseOutput {
     let (bytes, _) = input::cap_slice(input, &options.limits);
     let mut diagnostics = Vec::new();
     let text = input::to_text(&bytes, &mut diagnostics);
-    let format = options.format.unwrap_or_else(|| detect(&text));
-    let parsed = parsers::dispatch(format, &text, &options.limits);
+    let cleaned = prefix::clean(&text);
+    let format = options.format.unwrap_or_else(|| detect(&cleaned.text));
+    let parsed = if cleaned.streams.is_empty() {
+        parsers::dispatch(format, &cleaned.text, &options.limits)
+    } else {
+        parse_streams(&cleaned.streams, options.format, &options.limits)
+    };
     diagnostics.extend(parsed.diagnostics);
     ParseOutput {
         failures: parsed.failures,
         diagnostics,
         format,
     }
+}
+
+/// Benchmark support: the prefix layer alone over decoded text; the length
+/// of what it hands the parsers.
+#[doc(hidden)]
+pub fn prefix_layer_len(text: &str) -> usize {
+    prefix::clean(text).text.len()
 }
 
 /// Turns log records (from an OTLP logs intake, or already-decoded JSON) into failures.
