@@ -126,6 +126,15 @@ pub enum Format {
     Json,
 }
 
+/// Where fixes beyond revert come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RepairArg {
+    /// Only reverts of a culprit carry fixes.
+    Off,
+    /// Offline repair templates on the suspect functions (no network, no model).
+    Templates,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SandboxKind {
     /// Worktree + process group on this machine (no network or resource isolation).
@@ -155,6 +164,13 @@ pub struct RunOptions {
     /// Fix candidates verified per hypothesis (candidates that do not apply do not count).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub max_patch_attempts: usize,
+    /// Fixes beyond revert, tried when no culprit fix is verified for a
+    /// deterministic failure (the LLM patch agent is not built yet).
+    #[arg(long, value_enum, default_value_t = RepairArg::Templates)]
+    pub repair: RepairArg,
+    /// Wall-clock budget for screening repair candidates with the failing test, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub repair_budget: u64,
     #[arg(long, value_enum, default_value_t = SandboxKind::Local)]
     pub sandbox: SandboxKind,
     /// Image for `--sandbox docker` (default tracelab-sandbox-base:bookworm, see deploy/sandbox/).

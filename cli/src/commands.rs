@@ -78,6 +78,11 @@ fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
     config.tests_at_revision = run.tests_at_revision;
     config.max_hypotheses = run.max_hypotheses;
     config.max_patch_attempts = run.max_patch_attempts;
+    config.repair = match run.repair {
+        crate::args::RepairArg::Off => tracelab_engine::RepairMode::Off,
+        crate::args::RepairArg::Templates => tracelab_engine::RepairMode::Templates,
+    };
+    config.repair_screening_budget = Duration::from_secs(run.repair_budget);
     config.allowlist.programs.extend(run.allow.iter().cloned());
     config.validate()?;
     Ok(config)

@@ -110,30 +110,54 @@ impl FailureSignature {
 /// Files named in a traceback or panic message, repository-relative where possible.
 /// Used to pick the culprit hunks that touch the failing path.
 pub fn files_in_output(output: &str) -> BTreeSet<String> {
+    frames_in_output(output)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// `(file, line)` of every frame a traceback, panic or stack trace names, in
+/// the order they appear, each once; library and toolchain files left out.
+/// The repair templates favour edits on these lines.
+pub fn frames_in_output(output: &str) -> Vec<(String, u32)> {
     static PY_FRAME: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r#"File "([^"]+)", line \d+"#).unwrap());
+        LazyLock::new(|| Regex::new(r#"File "([^"]+)", line (\d+)"#).unwrap());
     static GENERIC: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"([\w./-]+\.(?:py|rs|go|js|ts|java|kt|rb|c|cc|cpp|h)):\d+").unwrap()
+        Regex::new(r"([\w./-]+\.(?:py|rs|go|js|ts|java|kt|rb|c|cc|cpp|h)):(\d+)").unwrap()
     });
-    let mut files = BTreeSet::new();
+    let mut frames: Vec<(String, u32)> = Vec::new();
     for c in PY_FRAME
         .captures_iter(output)
         .chain(GENERIC.captures_iter(output))
     {
         let path = c[1].trim_start_matches("./").to_string();
-        if !path.contains("site-packages")
-            && !path.starts_with("/usr/")
-            && !path.contains("/rustc/")
-        {
-            files.insert(path);
+        let Ok(line) = c[2].parse::<u32>() else {
+            continue;
+        };
+        let library =
+            path.contains("site-packages") || path.starts_with("/usr/") || path.contains("/rustc/");
+        if !library && !frames.iter().any(|(p, l)| *p == path && *l == line) {
+            frames.push((path, line));
         }
     }
-    files
+    frames
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_in_output_keep_their_lines_in_order_once() {
+        let out = "  File \"/w/probe-0/pkg/m.py\", line 12, in f\n  File \"/usr/lib/python3/x.py\", line 3\n  at src/app.js:40:2\n  File \"/w/probe-0/pkg/m.py\", line 12, in f\n";
+        assert_eq!(
+            frames_in_output(out),
+            vec![
+                ("/w/probe-0/pkg/m.py".to_string(), 12),
+                ("src/app.js".to_string(), 40)
+            ]
+        );
+    }
 
     const ASSERTION: &str = "Traceback (most recent call last):\n  File \"/tmp/wt/test_app.py\", line 9, in <module>\n    assert add(2, 2) == 4\nAssertionError: add(2, 2) returned 5\n";
     const IMPORT: &str = "Traceback (most recent call last):\n  File \"/tmp/wt/test_app.py\", line 1, in <module>\n    from app import add\nModuleNotFoundError: No module named 'app'\n";

@@ -15,7 +15,8 @@ pub enum Verdict {
     Flaky,
     OrderDependent,
     EnvironmentDependent,
-    /// Fails every time, no culprit verified.
+    /// Fails every time and no commit is known to have introduced it; the
+    /// report's winner carries a proven fix when one was verified (a repair).
     Deterministic,
     /// The failure did not happen at the bad revision.
     NotReproduced,
@@ -65,7 +66,10 @@ pub fn decide(
     }
     if let Some(w) = winner.filter(|w| w.status == HypothesisStatus::Verified) {
         match w.kind {
-            HypothesisKind::Revert | HypothesisKind::Patch => return Verdict::Regression,
+            HypothesisKind::Revert => return Verdict::Regression,
+            // A repaired bug that no commit is known to have introduced: the
+            // behaviour says what kind of failure it was; the winner carries the fix.
+            HypothesisKind::Patch => {}
             HypothesisKind::OrderDependent => return Verdict::OrderDependent,
             HypothesisKind::EnvironmentDependent => return Verdict::EnvironmentDependent,
             HypothesisKind::Flaky => return Verdict::Flaky,
@@ -86,5 +90,49 @@ pub fn decide(
             Verdict::OrderDependent
         }
         Behaviour::Deterministic => Verdict::Deterministic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hypothesis::AgentKind;
+    use crate::ids::{HypothesisId, InvestigationId};
+
+    fn verified(kind: HypothesisKind) -> Hypothesis {
+        let id = InvestigationId::generate();
+        let mut h = Hypothesis::new(HypothesisId::new(&id, 1), 1, AgentKind::CodePath, kind, "x");
+        h.status = HypothesisStatus::Verified;
+        h
+    }
+
+    #[test]
+    fn a_verified_repair_is_not_called_a_regression() {
+        let patch = verified(HypothesisKind::Patch);
+        let all = [patch.clone()];
+        let v = decide(
+            Some(&patch),
+            &all,
+            Behaviour::Deterministic,
+            SearchFinding::None,
+        );
+        assert_eq!(v, Verdict::Deterministic);
+        let revert = verified(HypothesisKind::Revert);
+        let all = [revert.clone()];
+        let v = decide(
+            Some(&revert),
+            &all,
+            Behaviour::Deterministic,
+            SearchFinding::None,
+        );
+        assert_eq!(v, Verdict::Regression);
+        // A culprit found by the search still names a regression.
+        let v = decide(
+            Some(&patch),
+            &[],
+            Behaviour::Deterministic,
+            SearchFinding::Culprit,
+        );
+        assert_eq!(v, Verdict::Regression);
     }
 }

@@ -49,6 +49,12 @@ pub struct EngineConfig {
     /// Runs of the isolated test before calling a failure order-dependent.
     pub isolation_runs: u32,
     pub allowlist: Allowlist,
+    /// Fixes beyond revert when no culprit fix is verified (`--repair`).
+    pub repair: crate::repair::RepairMode,
+    /// Wall time for screening repair candidates with the failing test.
+    pub repair_screening_budget: Duration,
+    /// Repair candidates generated at most (screening tries them best first).
+    pub repair_candidates: usize,
 }
 
 impl Default for EngineConfig {
@@ -77,6 +83,9 @@ impl Default for EngineConfig {
             ],
             isolation_runs: 3,
             allowlist: Allowlist::default(),
+            repair: crate::repair::RepairMode::default(),
+            repair_screening_budget: Duration::from_secs(60),
+            repair_candidates: 300,
         }
     }
 }

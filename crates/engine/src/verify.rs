@@ -177,7 +177,7 @@ async fn candidates(ctx: &Context, plan: &RevertPlan<'_>) -> Result<(Vec<Fix>, V
     Ok((fixes, split.dropped))
 }
 
-async fn exec_judged(
+pub(crate) async fn exec_judged(
     sandbox: &dyn Sandbox,
     spec: &CommandSpec,
     runner: runner::Runner,
@@ -216,6 +216,14 @@ async fn runs_until(
     Ok(runs)
 }
 
+/// What judges a fix: the classified failure, and the clean runs after
+/// the fix that make it trustworthy.
+#[derive(Clone, Copy)]
+pub(crate) struct Judging<'a> {
+    pub classification: &'a Classification,
+    pub passes_needed: u32,
+}
+
 /// Everything a revert verification needs to know.
 pub struct RevertPlan<'a> {
     pub number: u32,
@@ -223,6 +231,15 @@ pub struct RevertPlan<'a> {
     pub classification: &'a Classification,
     /// Clean runs after the fix needed to trust it (1 for a deterministic failure).
     pub passes_needed: u32,
+}
+
+impl RevertPlan<'_> {
+    fn judging(&self) -> Judging<'_> {
+        Judging {
+            classification: self.classification,
+            passes_needed: self.passes_needed,
+        }
+    }
 }
 
 /// Builds, applies and verifies the revert hypothesis for `plan.culprit`.
@@ -277,7 +294,7 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     let result = async {
         // 1-2. Reproduction and the regression test before the fix, once for
         // every attempt: they run at the bad revision.
-        let before = regression_before(ctx, &plan, sandbox.as_ref()).await?;
+        let before = regression_before(ctx, plan.judging(), sandbox.as_ref()).await?;
         let mut attempts = 0;
         for fix in &fixes {
             if attempts >= ctx.config.max_patch_attempts {
@@ -290,8 +307,19 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
                 continue;
             }
             attempts += 1;
-            let (experiments, patch_text) =
-                run_contract(ctx, &plan, &worktree, sandbox.as_ref(), &before, &scope).await?;
+            let short = &plan.culprit[..plan.culprit.len().min(12)];
+            let message = format!(
+                "Revert {short} ({scope}; TraceLab hypothesis {number})\n\nProposed by TraceLab; not merged."
+            );
+            let (experiments, patch_text) = run_contract(
+                ctx,
+                plan.judging(),
+                &worktree,
+                sandbox.as_ref(),
+                &before,
+                &message,
+            )
+            .await?;
             let judgement = judge_fix(&experiments, plan.passes_needed);
             h.experiments = experiments;
             h.patch = patch_text;
@@ -351,7 +379,7 @@ async fn apply_fix(worktree: &Worktree, fix: &Fix) -> Result<()> {
     }
 }
 
-async fn worktree_reset(worktree: &Worktree, rev: &str) -> Result<()> {
+pub(crate) async fn worktree_reset(worktree: &Worktree, rev: &str) -> Result<()> {
     crate::git::run_git(&worktree.path, &["reset", "-q", "--hard", rev]).await?;
     crate::git::run_git(&worktree.path, &["clean", "-q", "-ffdx"]).await?;
     Ok(())
@@ -359,19 +387,22 @@ async fn worktree_reset(worktree: &Worktree, rev: &str) -> Result<()> {
 
 /// The regression test as the contract runs it: the failing test alone when
 /// the runner allows it, else the whole test command.
-fn regression_command(ctx: &Context, plan: &RevertPlan<'_>) -> (String, CommandSpec) {
-    let argv = isolated_command(ctx, plan.classification).unwrap_or_else(|| ctx.test.argv.clone());
+pub(crate) fn regression_command(
+    ctx: &Context,
+    classification: &Classification,
+) -> (String, CommandSpec) {
+    let argv = isolated_command(ctx, classification).unwrap_or_else(|| ctx.test.argv.clone());
     (shell_words::join(&argv), ctx.spec(&argv, &[]))
 }
 
 /// Steps 1 and 2: the reproduction (from the classification) and the
 /// regression test failing at the bad revision.
-async fn regression_before(
+pub(crate) async fn regression_before(
     ctx: &Context,
-    plan: &RevertPlan<'_>,
+    plan: Judging<'_>,
     sandbox: &dyn Sandbox,
 ) -> Result<Vec<Experiment>> {
-    let (regression_cmd, regression) = regression_command(ctx, plan);
+    let (regression_cmd, regression) = regression_command(ctx, plan.classification);
     let mut experiments = vec![plan.classification.experiment.clone()];
     if regression_cmd == ctx.test.display() && plan.classification.counts.failures > 0 {
         // The regression test is the test command: the reproduction already
@@ -402,19 +433,20 @@ async fn regression_before(
     Ok(experiments)
 }
 
-/// Steps 3 and 4 on the applied fix; returns all experiments and the patch.
-async fn run_contract(
+/// Steps 3 and 4 on the applied fix, committed with `message`; returns all
+/// experiments and the patch.
+pub(crate) async fn run_contract(
     ctx: &Context,
-    plan: &RevertPlan<'_>,
+    plan: Judging<'_>,
     worktree: &Worktree,
     sandbox: &dyn Sandbox,
     before: &[Experiment],
-    scope: &str,
+    message: &str,
 ) -> Result<(Vec<Experiment>, Option<String>)> {
     let keep = ctx.config.stored_output_limit;
     let baseline = plan.classification.baseline.as_ref();
     let runner = ctx.test.runner;
-    let (regression_cmd, regression) = regression_command(ctx, plan);
+    let (regression_cmd, regression) = regression_command(ctx, plan.classification);
     let mut experiments = before.to_vec();
 
     // The fix, checked against the patch rules and the oracle, committed on
@@ -446,13 +478,7 @@ async fn run_contract(
         ));
         return Ok((experiments, None));
     }
-    let short = &plan.culprit[..plan.culprit.len().min(12)];
-    let fixed = worktree
-        .commit_all(&format!(
-            "Revert {short} ({scope}; TraceLab hypothesis {})\n\nProposed by TraceLab; not merged.",
-            plan.number
-        ))
-        .await?;
+    let fixed = worktree.commit_all(message).await?;
     let patch_text = worktree.diff_from(&ctx.bad).await?;
 
     // 3. The regression test passes after the fix (enough times for a flaky failure).
@@ -503,7 +529,7 @@ async fn run_contract(
     Ok((experiments, Some(patch_text)))
 }
 
-fn blocked(
+pub(crate) fn blocked(
     step: Step,
     command: &str,
     revision: &str,

@@ -13,6 +13,17 @@ use tracelab_store::SqliteStore;
 use tracelab_testkit::scenarios::{self, Scenario};
 
 async fn engine(tweak: impl FnOnce(&mut EngineConfig)) -> (Engine, Arc<SqliteStore>) {
+    engine_on(std::env::var("PATH").unwrap(), tweak).await
+}
+
+/// Debian's python3 first (pytest is installed for it), whatever version
+/// manager the developer's PATH puts first.
+const SYSTEM_PATH: &str = "/usr/bin:/bin";
+
+async fn engine_on(
+    path: String,
+    tweak: impl FnOnce(&mut EngineConfig),
+) -> (Engine, Arc<SqliteStore>) {
     let store = Arc::new(SqliteStore::in_memory().await.unwrap());
     let mut config = EngineConfig {
         parallelism: 2,
@@ -22,7 +33,7 @@ async fn engine(tweak: impl FnOnce(&mut EngineConfig)) -> (Engine, Arc<SqliteSto
     tweak(&mut config);
     // The sandbox checks the same allowlist again (defence in depth).
     let local = LocalConfig {
-        path: std::env::var("PATH").unwrap(),
+        path,
         allowlist: config.allowlist.clone(),
     };
     let engine = Engine {
@@ -657,4 +668,67 @@ async fn a_test_file_the_good_source_cannot_run_falls_back_to_each_revisions_tes
         early.culprit.clone().unwrap()
     );
     assert!(report.bisect.unwrap().oracle_note.is_some());
+}
+
+#[tokio::test]
+async fn a_bug_with_no_culprit_is_repaired_by_a_template_and_proven() {
+    let s = scenarios::bug_since_the_first_commit(6);
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Deterministic);
+    assert!(report.culprit.is_none());
+    let winner = report.winner.clone().expect("a verified repair");
+    assert_eq!(winner.kind, HypothesisKind::Patch);
+    assert_eq!(
+        winner.status,
+        HypothesisStatus::Verified,
+        "{}",
+        winner.status_reason
+    );
+    assert_eq!(patched_files(&report), vec!["app.py"]);
+    let patch = winner.patch.clone().unwrap();
+    assert!(patch.contains("-    end = start + size - 1"), "{patch}");
+    // Screening is recorded, and the neighbours in the failing test's file ran.
+    let detail = winner.detail.clone().unwrap();
+    let screened = detail["screening"]["screened"].as_array().unwrap();
+    assert!(!screened.is_empty());
+    assert!(screened.iter().any(|c| c["outcome"] == "pass"));
+    let neighbours = winner
+        .experiments
+        .iter()
+        .find(|e| {
+            e.note
+                .as_deref()
+                .is_some_and(|n| n.contains("naming the patched function"))
+        })
+        .expect("the neighbour tests ran");
+    assert!(
+        neighbours.command.ends_with("test_app.py"),
+        "{}",
+        neighbours.command
+    );
+    assert_eq!(
+        neighbours.outcome,
+        tracelab_domain::experiment::Outcome::Pass
+    );
+    assert_clean(&s, &["ai-debug/T-1-h1"]);
+}
+
+#[tokio::test]
+async fn with_repair_off_the_same_bug_is_only_located() {
+    let s = scenarios::bug_since_the_first_commit(6);
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |c| {
+        c.repair = tracelab_engine::RepairMode::Off
+    })
+    .await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Deterministic);
+    assert!(report.winner.is_none());
+    assert!(
+        report
+            .hypotheses
+            .iter()
+            .all(|h| h.kind != HypothesisKind::Patch)
+    );
+    assert!(report.suspects.iter().any(|s| s.symbol.ends_with("window")));
 }

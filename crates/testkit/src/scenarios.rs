@@ -445,3 +445,28 @@ pub fn scheduled_flaky(every: u32, commits: usize) -> Scenario {
     }
     Scenario::finish(repo, "python3 test_race.py", root, None, Vec::new())
 }
+
+const WINDOW_BUGGY: &str = "def window(xs, start, size):\n    \"\"\"The `size` items of `xs` from `start` on.\"\"\"\n    end = start + size - 1\n    return xs[start:end]\n\n\ndef total(xs):\n    return sum(xs)\n";
+const WINDOW_TESTS: &str = "from app import total, window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n\n\ndef test_window_past_the_end():\n    assert window([1, 2, 3], 2, 5) == [3]\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n";
+
+/// A bug present since the first commit: no revision passes, so there is no
+/// culprit to revert, and only a repair of the code can fix it. `window`
+/// drops the last item (`end = start + size - 1`); the fix is `- 0` or no
+/// `- 1`. The test command runs one pytest test; its file holds neighbours.
+pub fn bug_since_the_first_commit(commits: usize) -> Scenario {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Sliding windows",
+        &[("app.py", WINDOW_BUGGY), ("test_app.py", WINDOW_TESTS)],
+    );
+    for i in 1..commits {
+        filler(&mut repo, i);
+    }
+    Scenario::finish(
+        repo,
+        "python3 -m pytest -q -p no:cacheprovider test_app.py::test_window",
+        root,
+        None,
+        Vec::new(),
+    )
+}
