@@ -41,6 +41,9 @@ pub(crate) const MAX_PREFIX: usize = 64;
 const SAMPLE_LINES: usize = 200;
 /// A job label is a short name.
 const MAX_LABEL: usize = 40;
+/// Parallel jobs in one log, at most: more distinct labels than this are
+/// ids (`[req-8f3a] ` on every request's line), not jobs, and are left alone.
+pub(crate) const MAX_JOBS: usize = 16;
 
 /// A per-line prefix shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,13 +369,16 @@ pub(crate) fn clean(text: &str) -> Cleaned<'_> {
         let line = control_free(raw, &mut scratch, &mut work);
         let (rest, label) = strip(line, &shapes, &mut work);
         if track_jobs {
-            labels.push(label.map(|l| match names.iter().position(|n| n == l) {
-                Some(p) => p,
-                None => {
+            // Beyond MAX_JOBS labels (outside the sample) a line joins the job before it.
+            labels.push(label.and_then(|l| match names.iter().position(|n| n == l) {
+                Some(p) => Some(p),
+                None if names.len() < MAX_JOBS => {
                     names.push(l.to_owned());
-                    names.len() - 1
+                    Some(names.len() - 1)
                 }
+                None => None,
             }));
+            work += names.len() as u64;
         }
         push_line(&mut out, rest);
         work += rest.len() as u64;
@@ -503,35 +509,40 @@ fn push_line(out: &mut String, line: &str) {
     out.push_str(line);
 }
 
-/// The sampled lines: the first and last [`SAMPLE_LINES`] non-empty ones,
-/// free of control characters.
+/// The sampled lines: the first and last [`SAMPLE_LINES`] non-empty ones
+/// (the tail taken after the head, so no line counts twice), free of
+/// control characters.
 fn sample(text: &str, work: &mut u64) -> Vec<String> {
-    let take = |it: &mut dyn Iterator<Item = &str>, work: &mut u64| -> Vec<String> {
-        let mut kept = Vec::new();
-        let mut scratch = String::new();
-        for l in it.filter(|l| !l.trim().is_empty()).take(SAMPLE_LINES) {
-            *work += l.len() as u64;
-            let clean = control_free(l, &mut scratch, work);
-            if !clean.trim().is_empty() {
-                kept.push(clean.to_owned());
-            }
+    let mut scratch = String::new();
+    let mut keep = |line: &str, out: &mut Vec<String>, work: &mut u64| {
+        *work += line.len() as u64;
+        let clean = control_free(line, &mut scratch, work);
+        if !clean.trim().is_empty() {
+            out.push(clean.to_owned());
         }
-        kept
     };
-    let mut head = take(&mut text.split('\n'), work);
-    if head.len() < SAMPLE_LINES {
-        return head;
+    let mut head = Vec::new();
+    let mut head_end = 0;
+    let mut taken = 0;
+    for line in text.split_inclusive('\n') {
+        head_end += line.len();
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        keep(line, &mut head, work);
+        taken += 1;
+        if taken == SAMPLE_LINES {
+            break;
+        }
     }
-    // The tail starts where the head ended, so no line is counted twice.
-    let head_end = text
-        .split('\n')
-        .filter(|l| !l.trim().is_empty())
-        .take(SAMPLE_LINES)
-        .last()
-        .map_or(0, |l| {
-            l.as_ptr() as usize - text.as_ptr() as usize + l.len()
-        });
-    let mut tail = take(&mut text[head_end..].rsplit('\n'), work);
+    let mut tail = Vec::new();
+    let non_empty = text[head_end..]
+        .rsplit('\n')
+        .filter(|l| !l.trim().is_empty());
+    for line in non_empty.take(SAMPLE_LINES) {
+        keep(line, &mut tail, work);
+    }
     tail.reverse();
     head.extend(tail);
     head
@@ -568,16 +579,25 @@ fn detect(text: &str, work: &mut u64) -> Vec<Shape> {
 }
 
 /// How many sampled lines the shape starts (0 when it does not qualify: a
-/// gutter's numbers must count up).
+/// gutter's numbers must count up; job labels must be few).
 fn dominance(shape: Shape, views: &[&str], work: &mut u64) -> usize {
     let mut n = 0;
     let mut numbers = Vec::new();
+    let mut labels: Vec<&str> = Vec::new();
     for v in views.iter().filter(|l| !l.trim().is_empty()) {
         *work += v.len().min(MAX_PREFIX) as u64;
         if let Some(m) = shape.matches(v) {
             n += 1;
             if let Some(x) = m.number {
                 numbers.push(x);
+            }
+            if let Some(l) = m.label
+                && !labels.contains(&l)
+            {
+                if labels.len() == MAX_JOBS {
+                    return 0;
+                }
+                labels.push(l);
             }
         }
     }
@@ -752,6 +772,28 @@ mod tests {
         assert_eq!(c.streams[0].lines, [1, 3, 5, 6]);
         assert_eq!(c.streams[1].text, "starting\npanic: boom");
         assert_eq!(c.streams[1].lines, [2, 4]);
+    }
+
+    #[test]
+    fn many_distinct_labels_are_ids_not_jobs() {
+        let text: String = (0..5000)
+            .map(|i| format!("[req-{i:x}] handled in {i} ms\n"))
+            .collect();
+        let c = clean(&text);
+        assert!(c.shapes.is_empty() && c.streams.is_empty());
+        // Jobs that only appear after the sample stay within the bound.
+        let mut text: String = (0..400)
+            .map(|i| format!("[job-{}] step {i}\n", i % 2))
+            .collect();
+        text += &(0..5000)
+            .map(|i| format!("[late-{i}] x\n"))
+            .collect::<String>();
+        text += &(0..400)
+            .map(|i| format!("[job-{}] step {i}\n", i % 2))
+            .collect::<String>();
+        let c = clean(&text);
+        assert!(c.streams.len() <= MAX_JOBS, "{}", c.streams.len());
+        assert!(c.work <= 8 * text.len() as u64, "{}", c.work);
     }
 
     #[test]
