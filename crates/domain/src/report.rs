@@ -283,6 +283,9 @@ impl Report {
             if let Some(branch) = &h.branch {
                 let _ = writeln!(md, "Branch: `{branch}`\n");
             }
+            if let Some(detail) = &h.detail {
+                repair_markdown(&mut md, detail);
+            }
             if !h.experiments.is_empty() {
                 let _ = writeln!(
                     md,
@@ -329,4 +332,61 @@ impl Report {
         }
         md
     }
+}
+
+/// Screened repair candidates shown at most, best-ranked first.
+const SCREENED_SHOWN: usize = 10;
+
+/// A repair hypothesis's source, tests and screening (its `detail`).
+fn repair_markdown(md: &mut String, detail: &serde_json::Value) {
+    let Some(screening) = detail.get("screening") else {
+        return;
+    };
+    let screened = screening["screened"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let passed = screened.iter().filter(|c| c["outcome"] == "pass").count();
+    let _ = writeln!(
+        md,
+        "Source: repair template `{}`. Screening: {} candidate edits generated, {} screened with the failing test in {:.1} s (budget {:.0} s), {} passed it.\n",
+        detail["operator"].as_str().unwrap_or("?"),
+        screening["generated"],
+        screened.len(),
+        screening["used_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        screening["budget_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        passed
+    );
+    if let Some(tests) = detail["tests_run"].as_array() {
+        let tests: Vec<String> = tests
+            .iter()
+            .filter_map(|t| t.as_str().map(|t| format!("`{t}`")))
+            .collect();
+        let _ = writeln!(md, "Tests that judged the fix: {}.\n", tests.join(", "));
+    }
+    let _ = writeln!(
+        md,
+        "| candidate | operator | where | edit | screening | ms |\n|---|---|---|---|---|---|"
+    );
+    for (i, c) in screened.iter().take(SCREENED_SHOWN).enumerate() {
+        let _ = writeln!(
+            md,
+            "| {} | {} | `{}:{}` | {} | {} | {} |",
+            i + 1,
+            c["operator"].as_str().unwrap_or("?"),
+            c["path"].as_str().unwrap_or("?"),
+            c["line"],
+            c["description"].as_str().unwrap_or("").replace('|', "\\|"),
+            c["outcome"].as_str().unwrap_or("?"),
+            c["duration_ms"]
+        );
+    }
+    if screened.len() > SCREENED_SHOWN {
+        let _ = writeln!(
+            md,
+            "\n({} more in the JSON report)",
+            screened.len() - SCREENED_SHOWN
+        );
+    }
+    md.push('\n');
 }

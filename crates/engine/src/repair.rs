@@ -64,6 +64,9 @@ struct Screening {
     budget_ms: u64,
     used_ms: u64,
     generated: usize,
+    /// Suspects left alone because they are test code or the oracle's files
+    /// (a fix may never change what judges it).
+    skipped_test_suspects: Vec<String>,
     screened: Vec<Screened>,
 }
 
@@ -84,8 +87,10 @@ pub async fn repair(
     let git = ctx.pool.workspace().git().clone();
     let frames = frames_in_output(output);
     let mut files = Vec::new();
+    let mut skipped = Vec::new();
     for s in suspects {
         if is_test_path(&s.path) || judges.contains(&s.path) {
+            skipped.push(s.symbol.clone());
             continue;
         }
         let Some(source) = git.show_file(&ctx.bad, &s.path).await? else {
@@ -123,7 +128,8 @@ pub async fn repair(
         targets.len(),
         ctx.config.repair_screening_budget.as_secs()
     ));
-    let screening = screen(ctx, classification, candidates).await?;
+    let mut screening = screen(ctx, classification, candidates).await?;
+    screening.skipped_test_suspects = skipped;
     let mut passing: Vec<&Screened> = screening
         .screened
         .iter()
@@ -245,6 +251,7 @@ async fn screen(
         budget_ms: budget.as_millis() as u64,
         used_ms: started.elapsed().as_millis() as u64,
         generated,
+        skipped_test_suspects: Vec::new(),
         screened: screened.into_iter().map(|(_, s)| s).collect(),
     })
 }

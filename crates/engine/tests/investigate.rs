@@ -711,6 +711,9 @@ async fn a_bug_with_no_culprit_is_repaired_by_a_template_and_proven() {
         neighbours.outcome,
         tracelab_domain::experiment::Outcome::Pass
     );
+    let md = report.to_markdown();
+    assert!(md.contains("Source: repair template `off_by_one`"), "{md}");
+    assert!(md.contains("Tests that judged the fix:"), "{md}");
     assert_clean(&s, &["ai-debug/T-1-h1"]);
 }
 
@@ -731,4 +734,48 @@ async fn with_repair_off_the_same_bug_is_only_located() {
             .all(|h| h.kind != HypothesisKind::Patch)
     );
     assert!(report.suspects.iter().any(|s| s.symbol.ends_with("window")));
+}
+
+#[tokio::test]
+async fn a_repair_that_passes_the_failing_test_but_breaks_its_neighbour_is_rejected() {
+    let s = scenarios::overfitting_trap(4);
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Deterministic);
+    assert!(report.winner.is_none(), "{:?}", report.winner);
+    let repair = report
+        .hypotheses
+        .iter()
+        .find(|h| h.kind == HypothesisKind::Patch)
+        .expect("the screened candidate was tried");
+    assert_eq!(
+        repair.status,
+        HypothesisStatus::Rejected,
+        "{}",
+        repair.status_reason
+    );
+    assert!(
+        repair.status_reason.contains("existing tests fail"),
+        "{}",
+        repair.status_reason
+    );
+    let broken = repair
+        .experiments
+        .iter()
+        .find(|e| {
+            e.note
+                .as_deref()
+                .is_some_and(|n| n.contains("breaks tests beside"))
+        })
+        .expect("the neighbour run that caught it");
+    assert!(
+        broken
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("test_window_from_the_start"),
+        "{:?}",
+        broken.note
+    );
+    assert_clean(&s, &[]);
 }

@@ -470,3 +470,31 @@ pub fn bug_since_the_first_commit(commits: usize) -> Scenario {
         Vec::new(),
     )
 }
+
+const WINDOW_WRONG_END: &str =
+    "def window(xs, start, size):\n    end = size\n    return xs[start:end]\n";
+const WINDOW_NEIGHBOURS: &str = "from app import window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n\n\ndef test_window_from_the_start():\n    assert window([1, 2, 3, 4, 5], 0, 3) == [1, 2, 3]\n";
+
+/// A bug no template fixes (`end = size` should be `end = start + size`),
+/// where one template (`xs[start:end + 1]`) makes the failing test pass and
+/// breaks its neighbour `test_window_from_the_start`, which passes before.
+pub fn overfitting_trap(commits: usize) -> Scenario {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Windows",
+        &[
+            ("app.py", WINDOW_WRONG_END),
+            ("test_app.py", WINDOW_NEIGHBOURS),
+        ],
+    );
+    for i in 1..commits {
+        filler(&mut repo, i);
+    }
+    Scenario::finish(
+        repo,
+        "python3 -m pytest -q -p no:cacheprovider test_app.py::test_window",
+        root,
+        None,
+        Vec::new(),
+    )
+}
