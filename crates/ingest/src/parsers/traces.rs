@@ -43,9 +43,7 @@ pub(crate) fn scan(lines: &[&str], base: usize, max: usize) -> Vec<Failure> {
 /// Tries every recogniser at line `i`.
 pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     let line = lines[i];
-    if line.contains(PY_GROUP) {
-        return python_group(lines, i);
-    }
+    // A plain traceback or an exception group, either possibly chained.
     if line.contains("Traceback (most recent call last):") {
         return python(lines, i);
     }
@@ -110,18 +108,26 @@ struct Exc {
     exception_type: Option<String>,
     message: String,
     frames: Vec<Frame>,
+    /// An exception group's sub-exceptions (and their chains), as causes.
+    subs: Vec<Cause>,
 }
 
 fn strip<'a>(line: &'a str, prefix: &str) -> &'a str {
     line.strip_prefix(prefix).unwrap_or(line)
 }
 
+/// A Python traceback chain: tracebacks and exception groups joined by
+/// `During handling of the above exception…` / `The above exception was the
+/// direct cause…`, oldest first as Python prints them.
 fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     let pos = lines[start].find("Traceback (most recent call last):")?;
-    // A log prefix (`app_1 | `, `2024-01-01 ERROR `) repeated on every line is removed.
+    // A log prefix (`app_1 | `, `2024-01-01 ERROR `) repeated on every line
+    // is removed; an exception group's `  + ` box is not a prefix.
     let prefix: String = {
         let p = &lines[start][..pos];
-        if p.trim().is_empty() || lines.get(start + 1).is_some_and(|l| l.starts_with(p)) {
+        if lines[start].contains(PY_GROUP) {
+            String::new()
+        } else if p.trim().is_empty() || lines.get(start + 1).is_some_and(|l| l.starts_with(p)) {
             p.to_owned()
         } else {
             String::new()
@@ -131,64 +137,24 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     let mut relation = String::new();
     let mut i = start;
     loop {
-        // At a "Traceback" line.
-        i += 1;
-        let mut frames = Vec::new();
-        while i < lines.len() {
-            let l = strip(lines[i], &prefix);
-            if let Some(c) = PY_FRAME.captures(l) {
-                frames.push(frame(
-                    Some(&c[1]),
-                    c.get(3).map(|m| m.as_str()),
-                    c[2].parse().ok(),
-                ));
-                i += 1;
-            } else if l.starts_with(' ') || l.starts_with('\t') {
-                // Source line, caret line, `[Previous line repeated N more times]`.
-                i += 1;
-            } else {
-                break;
+        // At a "Traceback" line: an exception group's box, or a plain traceback.
+        let exc = if strip(lines[i], &prefix).contains(PY_GROUP) {
+            let (g, next) = python_group(lines, i)?;
+            i = next;
+            Exc {
+                relation: std::mem::take(&mut relation),
+                exception_type: g.exception_type,
+                message: g.message,
+                frames: g.frames,
+                subs: g.causes,
             }
-        }
-        let (exception_type, mut message) = match lines.get(i).map(|l| strip(l, &prefix)) {
-            Some(l) if !l.trim().is_empty() => {
-                i += 1;
-                match PY_EXC.captures(l) {
-                    Some(c) => (
-                        Some(c[1].to_owned()),
-                        c.get(2).map_or(String::new(), |m| m.as_str().to_owned()),
-                    ),
-                    None => (None, l.to_owned()),
-                }
-            }
-            _ => (None, String::new()),
+        } else {
+            let (mut exc, next) = python_traceback(lines, i, &prefix);
+            exc.relation = std::mem::take(&mut relation);
+            i = next;
+            exc
         };
-        // Multi-line messages end at a blank line or the next traceback.
-        let mut extra = 0;
-        while i < lines.len() && extra < MAX_MESSAGE_LINES {
-            let l = strip(lines[i], &prefix);
-            if l.trim().is_empty()
-                || l.contains("Traceback (most recent call last):")
-                || l == PY_CONTEXT
-                || l == PY_CAUSE
-            {
-                break;
-            }
-            // The next log record usually starts with a timestamp or level; stop there.
-            if LOG_RECORD_START.is_match(l) {
-                break;
-            }
-            message.push('\n');
-            message.push_str(l);
-            i += 1;
-            extra += 1;
-        }
-        chain.push(Exc {
-            relation: std::mem::take(&mut relation),
-            exception_type,
-            message,
-            frames,
-        });
+        chain.push(exc);
         // Chained exception?
         let mut j = i;
         while j < lines.len() && strip(lines[j], &prefix).trim().is_empty() && j < i + 3 {
@@ -219,6 +185,8 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     f.exception_type = primary.exception_type.take();
     f.message = primary.message;
     f.frames = primary.frames;
+    // A group's own sub-exceptions are nearest to it.
+    f.causes = primary.subs;
     // Relations describe how each older exception relates to the newer one.
     let mut rel_to_newer = primary.relation;
     for e in chain.into_iter().rev() {
@@ -228,9 +196,74 @@ fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
             message: e.message,
             frames: e.frames,
         });
+        f.causes.extend(e.subs);
         rel_to_newer = e.relation;
     }
     Some((f, i))
+}
+
+/// One plain traceback from its `Traceback` line at `start`: frames, then
+/// the exception line and its message lines. Returns it and the next line.
+fn python_traceback(lines: &[&str], start: usize, prefix: &str) -> (Exc, usize) {
+    let mut i = start + 1;
+    let mut frames = Vec::new();
+    while i < lines.len() {
+        let l = strip(lines[i], prefix);
+        if let Some(c) = PY_FRAME.captures(l) {
+            frames.push(frame(
+                Some(&c[1]),
+                c.get(3).map(|m| m.as_str()),
+                c[2].parse().ok(),
+            ));
+            i += 1;
+        } else if l.starts_with(' ') || l.starts_with('\t') {
+            // Source line, caret line, `[Previous line repeated N more times]`.
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let (exception_type, mut message) = match lines.get(i).map(|l| strip(l, prefix)) {
+        Some(l) if !l.trim().is_empty() => {
+            i += 1;
+            match PY_EXC.captures(l) {
+                Some(c) => (
+                    Some(c[1].to_owned()),
+                    c.get(2).map_or(String::new(), |m| m.as_str().to_owned()),
+                ),
+                None => (None, l.to_owned()),
+            }
+        }
+        _ => (None, String::new()),
+    };
+    // Multi-line messages end at a blank line or the next traceback.
+    let mut extra = 0;
+    while i < lines.len() && extra < MAX_MESSAGE_LINES {
+        let l = strip(lines[i], prefix);
+        if l.trim().is_empty()
+            || l.contains("Traceback (most recent call last):")
+            || l == PY_CONTEXT
+            || l == PY_CAUSE
+        {
+            break;
+        }
+        // The next log record usually starts with a timestamp or level; stop there.
+        if LOG_RECORD_START.is_match(l) {
+            break;
+        }
+        message.push('\n');
+        message.push_str(l);
+        i += 1;
+        extra += 1;
+    }
+    let exc = Exc {
+        relation: String::new(),
+        exception_type,
+        message,
+        frames,
+        subs: Vec::new(),
+    };
+    (exc, i)
 }
 
 const PY_GROUP: &str = "Exception Group Traceback (most recent call last):";
@@ -268,7 +301,7 @@ fn python_group(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     let mut parsed = segments.iter().map(|seg| {
         let refs: Vec<&str> = seg.iter().map(String::as_str).collect();
         match refs.first() {
-            Some(first) if first.contains(PY_GROUP) => python_group(&refs, 0).map(|(f, _)| f),
+            // A nested group, a chain inside the box: `python` reads both.
             Some(_) => python(&refs, 0).map(|(f, _)| f),
             None => None,
         }
@@ -403,6 +436,7 @@ fn java(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         exception_type: Some(ty),
         message,
         frames: Vec::new(),
+        subs: Vec::new(),
     }];
     while i < lines.len() {
         let l = lines[i];
@@ -449,6 +483,7 @@ fn java(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
                 exception_type: (!t.is_empty()).then_some(t),
                 message,
                 frames: Vec::new(),
+                subs: Vec::new(),
             });
         } else {
             break;
@@ -1195,6 +1230,45 @@ mod tests {
             ]
         );
         assert!(gecko_frame("mail me at ann@example.com").is_none());
+    }
+
+    #[test]
+    fn exception_groups_in_chains() {
+        let group = "  + Exception Group Traceback (most recent call last):\n  |   File \"/app/m.py\", line 5, in main\n  |     raise ExceptionGroup(\"x\", errs)\n  | ExceptionGroup: x (1 sub-exception)\n  +-+---------------- 1 ----------------\n    | Traceback (most recent call last):\n    |   File \"/app/m.py\", line 2, in f\n    |     raise KeyError(1)\n    | KeyError: 1\n    +------------------------------------\n";
+        let first = format!(
+            "Traceback (most recent call last):\n  File \"/app/m.py\", line 9, in g\n    open(p)\nOSError: gone\n\nDuring handling of the above exception, another exception occurred:\n\n{group}"
+        );
+        let f = one(&first);
+        assert_eq!(f.exception_type.as_deref(), Some("ExceptionGroup"));
+        let rels: Vec<_> = f
+            .causes
+            .iter()
+            .map(|c| (c.relation.as_str(), c.exception_type.as_deref()))
+            .collect();
+        assert_eq!(
+            rels,
+            [
+                ("sub_exception", Some("KeyError")),
+                ("context", Some("OSError"))
+            ]
+        );
+        let last = format!(
+            "{group}\nThe above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n  File \"/app/m.py\", line 12, in <module>\n    raise SystemExit(1) from eg\nSystemExit: 1\n"
+        );
+        let f = one(&last);
+        assert_eq!(f.exception_type.as_deref(), Some("SystemExit"));
+        let rels: Vec<_> = f
+            .causes
+            .iter()
+            .map(|c| (c.relation.as_str(), c.exception_type.as_deref()))
+            .collect();
+        assert_eq!(
+            rels,
+            [
+                ("cause", Some("ExceptionGroup")),
+                ("sub_exception", Some("KeyError"))
+            ]
+        );
     }
 
     #[test]
