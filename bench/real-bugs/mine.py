@@ -14,7 +14,8 @@ A case is a **fix commit** of the project's history that
       performance, docs, ...); and a case whose every failing test
       fails because the API under test is missing (AttributeError "has no
       attribute", ImportError, NameError, unexpected keyword argument) is a
-      feature, not a bug, and is dropped;
+      feature, not a bug, and is dropped; a fix whose source change is that of
+      a case already kept (the same fix on two branches) is dropped;
 
 rebuilt as: the fix's parent ("buggy") with the fixing commit's test files
 laid over it (`git checkout FIX -- <test files>`), committed as one new
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import re
 import shutil
@@ -145,6 +147,13 @@ def structural_reject(parents: list[str], files: list, max_lines: int) -> str | 
 
 # --------------------------------------------------------------------------
 # where the fix is
+
+
+def change_key(repo: Path, buggy: str, fix: str, path: str) -> str:
+    """The source change without its place: one fix cherry-picked to two branches is one bug."""
+    diff = kit.git(repo, "diff", "-U0", "--no-renames", buggy, fix, "--", path, bare=True)
+    lines = [l for l in diff.splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+    return hashlib.sha1("\n".join([path, *lines]).encode()).hexdigest()
 
 
 def changed_lines(repo: Path, buggy: str, fix: str, path: str) -> tuple[list[int], list[int], list[tuple]]:
@@ -301,6 +310,7 @@ def describe(project: str, upstream: str, cand: dict, mirror: Path, args) -> dic
                     for f in functions],
         "test_changes": test_changes,
         "test_files": modules,
+        "change_key": change_key(mirror, buggy, fix, cand["source_file"]),
     }
 
 
@@ -404,6 +414,10 @@ def mine_project(project: str, upstream: str, args, home: Path) -> list[dict]:
         case = describe(project, upstream, cand, mirror, args)
         if "rejected" in case:
             print(f"   {cand['fix'][:8]} {cand['subject'][:60]!r}: {case['rejected'][:90]}", file=sys.stderr)
+            continue
+        twin = next((k for k in kept if k["change_key"] == case["change_key"]), None)
+        if twin:
+            print(f"   {cand['fix'][:8]} {cand['subject'][:60]!r}: the same change as {twin['name']}", file=sys.stderr)
             continue
         key = cand["fix"]
         cached = cache.get(key)

@@ -18,7 +18,8 @@ under a wall limit (5 minutes), and score the report:
   files fail nothing that does not also fail at the fix.
 
     python3 bench/real-bugs/run.py [--only NAME ...] [--limit N] [--tracelab PATH]
-        [--label LABEL] [--wall SECS] [--parallel K] [--cases FILE]
+        [--label LABEL] [--wall SECS] [--parallel K] [--cases FILE] [--resume]
+    python3 bench/real-bugs/run.py --self-check   # the scorer against the upstream fixes, no TraceLab
 
 Writes bench/real-bugs/results/<date>-<label>.json and prints a table and the
 totals. Python 3.11 stdlib only.
@@ -110,23 +111,62 @@ def patch_files(patch: str) -> list[str]:
     return sorted(set(files))
 
 
-def symbol_matches(symbol: str, case: dict) -> bool:
-    """A suspect names a fixed function: the same qualified name, or its name ends with one
-    of the fixed definitions' local names (`py:pkg.mod.Class.method` ~ `Class.method`)."""
+def python_module(path: str) -> str:
+    """TraceLab's module part of a qualified name (crates/code-index/src/qualify.rs)."""
+    stem = path[:-3] if path.endswith(".py") else path
+    for prefix in ("src/", "lib/"):
+        if stem.startswith(prefix):
+            stem = stem[len(prefix):]
+            break
+    return stem.removesuffix("/__init__").replace("/", ".")
+
+
+def symbol_matches(symbol: str, path: str, case: dict) -> bool:
+    """A suspect in the fixed file names a fixed definition or one inside it: its local
+    name (the qualified name without `py:<module>.`) is a fixed definition's (`Class.method`)
+    or starts with it plus a dot (a method of the class the fix added a method to)."""
+    if path != case["source_file"]:
+        return False
     if symbol in case["symbols"]:
         return True
-    local = symbol.split(":", 1)[-1]
-    return any(f != "<module>" and (local == f or local.endswith("." + f)) for f in case["functions"])
+    prefix = f"py:{python_module(path)}."
+    local = symbol[len(prefix):] if symbol.startswith(prefix) else symbol.split(":", 1)[-1]
+    return any(f != "<module>" and (local == f or local.startswith(f + ".")) for f in case["functions"])
+
+
+def ranks_of(suspects: list[dict], case: dict) -> dict:
+    function_rank = next((i for i, s in enumerate(suspects, 1)
+                          if symbol_matches(s.get("symbol", ""), s.get("path", ""), case)), None)
+    file_rank = next((i for i, s in enumerate(suspects, 1) if s.get("path") == case["source_file"]), None)
+    return {"function_rank": function_rank, "file_rank": file_rank, "suspects": len(suspects)}
 
 
 def ranks(report: dict, case: dict) -> dict:
     suspects = report.get("suspects") or []
-    function_rank = next((i for i, s in enumerate(suspects, 1)
-                          if s.get("path") == case["source_file"] and symbol_matches(s.get("symbol", ""), case)),
-                         None)
-    file_rank = next((i for i, s in enumerate(suspects, 1) if s.get("path") == case["source_file"]), None)
-    return {"function_rank": function_rank, "file_rank": file_rank, "suspects": len(suspects),
-            "top_suspects": [f"{s.get('symbol')} ({s.get('path')}:{s.get('start_line')})" for s in suspects[:5]]}
+    return {**ranks_of(suspects, case),
+            "top_suspects": [f"{s.get('symbol')} ({s.get('path')}:{s.get('start_line')})" for s in suspects[:5]],
+            "suspect_list": [{k: s.get(k) for k in ("symbol", "path", "start_line", "end_line", "score")}
+                             for s in suspects]}
+
+
+def rescore(path: Path, cases_file: Path) -> int:
+    """Recomputes the ranks and totals of a results file with this file's rules (no TraceLab run)."""
+    result = json.loads(path.read_text())
+    cases = {c["name"]: c for c in json.loads(cases_file.read_text())["cases"]}
+    dropped = [r["case"] for r in result["rows"] if r["case"] not in cases]
+    if dropped:
+        print(f"dropping rows of cases no longer in {cases_file}: {', '.join(dropped)}", file=sys.stderr)
+    result["rows"] = [r for r in result["rows"] if r["case"] in cases]
+    for row in result["rows"]:
+        suspects = row.get("suspect_list")
+        if suspects is None:  # rows written before suspect_list: "symbol (path:line)"
+            suspects = [{"symbol": m.group(1), "path": m.group(2)} for m in
+                        (re.match(r"^(\S+) \((.+):\d+\)$", t) for t in row.get("top_suspects", [])) if m]
+        row.update(ranks_of(suspects, cases[row["case"]]))
+    result["totals"] = totals(result["rows"])
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print_summary(result["rows"], path)
+    return 0
 
 
 def describe(h: dict | None) -> dict | None:
@@ -301,9 +341,15 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=2, help="tracelab investigate --parallel")
     ap.add_argument("--timeout", type=float, default=120.0, help="per pytest run of the correctness check")
     ap.add_argument("--out", type=Path, help="results JSON (default results/<date>-<label>.json)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the rows already in the results file and run only the other cases")
     ap.add_argument("--self-check", action="store_true",
                     help="no TraceLab: check that the scorer calls the upstream fix correct and the buggy code not")
+    ap.add_argument("--rescore", type=Path, metavar="RESULTS",
+                    help="recompute ranks and totals of a results file (no TraceLab run)")
     args = ap.parse_args()
+    if args.rescore:
+        return rescore(args.rescore, args.cases)
     if args.self_check:
         spec = json.loads(args.cases.read_text())
         cases = [c for c in spec["cases"] if not args.only or any(c["name"].startswith(o) for o in args.only)]
@@ -322,8 +368,16 @@ def main() -> int:
     out = args.out or RESULTS / f"{time.strftime('%Y-%m-%d')}-{label}.json"
     started = time.time()
     rows = []
+    if args.resume and out.exists():
+        previous = json.loads(out.read_text())
+        rows = [r for r in previous["rows"] if any(r["case"] == c["name"] for c in cases)]
+        started -= previous.get("total_s", 0)
+        print(f"resuming {out}: {len(rows)} cases already measured", file=sys.stderr)
+    done = {r["case"] for r in rows}
     with kit.scratch_home() as home:
         for i, case in enumerate(cases, 1):
+            if case["name"] in done:
+                continue
             print(f"== [{i}/{len(cases)}] {case['name']}: {case['subject'][:70]}", file=sys.stderr)
             with tempfile.TemporaryDirectory(prefix=f"real-bug-{case['name']}-") as tmp:
                 tmp = Path(tmp)
@@ -350,15 +404,18 @@ def main() -> int:
                       "machine": {"cpus": os.cpu_count(), "loadavg_at_end": os.getloadavg()},
                       "cases_file": str(args.cases), "totals": totals(rows), "rows": rows}
             out.write_text(json.dumps(result, indent=1) + "\n")
+    print_summary(rows, out)
+    return 0
+
+
+def print_summary(rows: list[dict], out: Path) -> None:
     print(table(rows))
     print()
-    t = totals(rows)
-    for k, v in t.items():
+    for k, v in totals(rows).items():
         if isinstance(v, dict) and "count" in v:
             v = f"{v['count']}/{v['of']} ({v['percent']}%)"
         print(f"{k}: {v}")
     print(f"results in {out}")
-    return 0
 
 
 if __name__ == "__main__":
