@@ -69,13 +69,18 @@ async fn revert_stored_once(fleet: &Fleet, report: &Value) -> HypothesisId {
 }
 
 async fn embedded(s: &Scenario) -> tracelab_domain::report::Report {
+    embedded_on(s, std::env::var("PATH").unwrap()).await
+}
+
+/// [`embedded`] with the services' PATH (Debian's python3, with pytest).
+async fn embedded_on(s: &Scenario, path: String) -> tracelab_domain::report::Report {
     let config = EngineConfig {
         parallelism: 2,
         command_timeout: Duration::from_secs(30),
         ..Default::default()
     };
     let local = LocalConfig {
-        path: std::env::var("PATH").unwrap(),
+        path,
         allowlist: config.allowlist.clone(),
     };
     let engine = Engine {
@@ -246,6 +251,42 @@ async fn the_fleet_keeps_the_oracle_fixed_and_fixes_a_conflicting_revert_at_symb
         .expect("a revert hypothesis");
     assert_eq!(revert["status"], "INCONCLUSIVE", "{revert}");
     assert!(revert["patch"].is_null(), "{revert}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bug_with_no_culprit_is_repaired_by_a_verifier_as_in_the_embedded_mode() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::bug_since_the_first_commit(5);
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let id = fleet.submit(request(&s, "E2E-REP")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    let report = &view["report"];
+    assert_eq!(
+        report["verdict"],
+        "deterministic",
+        "{report}\n{}",
+        fleet.logs()
+    );
+    let winner = &report["winner"];
+    assert_eq!(winner["kind"], "patch", "{report}\n{}", fleet.logs());
+    assert_eq!(winner["agent"], "code_path", "{winner}");
+    assert_eq!(winner["status"], "VERIFIED", "{winner}");
+    assert_eq!(winner_patch_files(report), vec!["app.py".to_string()]);
+    assert!(
+        winner["detail"]["screening"]["screened"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty()),
+        "{winner}"
+    );
+    // The same code decides in both modes: the same edit wins.
+    let local = embedded_on(&s, "/usr/local/bin:/usr/bin:/bin".into()).await;
+    let local_winner = local.winner.expect("an embedded repair");
+    assert_eq!(
+        winner["detail"]["edit"],
+        local_winner.detail.unwrap()["edit"],
+        "{winner}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

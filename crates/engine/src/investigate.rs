@@ -1,20 +1,17 @@
 //! The embedded pipeline: one process runs reproduction, the agents, the
 //! verifier and the arbiter, persisting every state transition.
 
-use crate::agents::test_behaviour::Classification;
 use crate::config::{EngineConfig, InvestigateRequest};
 use crate::context::Context;
 use crate::phases::{conclude, propose, reproduce, verify_candidate};
 use crate::progress::Progress;
-use crate::repair::{RepairMode, repair};
+use crate::repair::repair;
 use crate::session::{Prepared, Session, prepare};
 use std::sync::Arc;
 use std::time::Instant;
-use tracelab_domain::hypothesis::{Hypothesis, HypothesisStatus};
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
 use tracelab_domain::report::Report;
-use tracelab_domain::sequential::Behaviour;
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_domain::{Error, ErrorKind, Result};
 
@@ -173,7 +170,7 @@ async fn pipeline(
         hypotheses.push(verify_candidate(ctx, &classification, candidate).await?);
     }
     let mut proposal = proposal;
-    if wants_repair(ctx, &classification, &hypotheses) {
+    if crate::repair::wanted(&ctx.config, &classification, &hypotheses) {
         let number = hypotheses.len() as u32 + 1;
         match repair(ctx, &classification, &proposal.suspects, number).await? {
             Ok(h) => hypotheses.push(h),
@@ -196,16 +193,4 @@ async fn pipeline(
         state: tracker.state,
         ..report
     })
-}
-
-/// Repair templates run for a deterministic failure that nothing explained:
-/// no hypothesis verified (a verified revert, order or environment
-/// dependence already says what to do) and a hypothesis slot left.
-fn wants_repair(ctx: &Context, classification: &Classification, hypotheses: &[Hypothesis]) -> bool {
-    ctx.config.repair != RepairMode::Off
-        && classification.decision.behaviour == Behaviour::Deterministic
-        && hypotheses.len() < ctx.config.max_hypotheses
-        && !hypotheses
-            .iter()
-            .any(|h| h.status == HypothesisStatus::Verified)
 }

@@ -52,6 +52,17 @@ pub struct Proposal {
     /// Where to look in the code (the code-path agent), best first.
     #[serde(default)]
     pub suspects: Vec<Suspect>,
+    /// The repair hypothesis a verifier proves, when the fleet proposes one
+    /// (the embedded pipeline decides after the revert is verified).
+    #[serde(default)]
+    pub repair: Option<RepairCandidate>,
+}
+
+/// Repair templates to screen and prove on the proposal's suspects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepairCandidate {
+    /// The hypothesis number its verification will carry.
+    pub number: u32,
 }
 
 /// The reproduction as far as the pipeline waits for it: the first run that
@@ -447,6 +458,7 @@ async fn propose_classified(
         notes: Vec::new(),
         hypotheses,
         suspects: Vec::new(),
+        repair: None,
     };
     match suspects {
         Ok(s) => proposal.suspects = s,
@@ -494,6 +506,35 @@ pub async fn verify_candidate(
         },
     )
     .await
+}
+
+/// Proposes a repair when no culprit is left to revert and
+/// [`crate::repair::wanted`] says so (the fleet's investigator; verifiers
+/// run [`crate::repair::repair`] on it).
+pub fn propose_repair(
+    ctx: &Context,
+    classification: &Classification,
+    proposal: &mut Proposal,
+    hypotheses: &[Hypothesis],
+) -> Option<Hypothesis> {
+    if proposal.revert.is_some()
+        || proposal.suspects.is_empty()
+        || !crate::repair::wanted(&ctx.config, classification, hypotheses)
+    {
+        return None;
+    }
+    let number = hypotheses.len() as u32 + 1;
+    proposal.repair = Some(RepairCandidate { number });
+    let mut h = Hypothesis::new(
+        HypothesisId::new(&ctx.id, number),
+        number,
+        AgentKind::CodePath,
+        HypothesisKind::Patch,
+        "an edit of a suspect function fixes the failure (repair templates)",
+    );
+    h.branch = Some(hypothesis_branch(&ctx.issue_id, number));
+    h.status_reason = "waiting for a verifier".into();
+    Some(h)
 }
 
 /// The revert hypothesis as proposed, before a verifier has run it (PENDING).

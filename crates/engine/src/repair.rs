@@ -70,6 +70,23 @@ struct Screening {
     screened: Vec<Screened>,
 }
 
+/// Repair templates run for a deterministic failure that nothing explained:
+/// no hypothesis verified (a verified revert, order or environment
+/// dependence already says what to do) and a hypothesis slot left.
+pub fn wanted(
+    config: &crate::EngineConfig,
+    classification: &Classification,
+    hypotheses: &[Hypothesis],
+) -> bool {
+    config.repair != RepairMode::Off
+        && classification.decision.behaviour
+            == tracelab_domain::sequential::Behaviour::Deterministic
+        && hypotheses.len() < config.max_hypotheses
+        && !hypotheses
+            .iter()
+            .any(|h| h.status == HypothesisStatus::Verified)
+}
+
 /// The repair hypothesis numbered `number`, or a note saying why there is none.
 pub async fn repair(
     ctx: &Context,

@@ -24,7 +24,7 @@ use tracelab_domain::{Error, Result};
 use tracelab_engine::InvestigateRequest;
 use tracelab_engine::agents::test_behaviour::Classification;
 use tracelab_engine::investigate::end_state_for;
-use tracelab_engine::phases::{Proposal, propose, proposed_revert, reproduce};
+use tracelab_engine::phases::{Proposal, propose, propose_repair, proposed_revert, reproduce};
 use tracelab_engine::session::{Session, prepare};
 use tracelab_fleet::events::{self, ids, steps};
 use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
@@ -145,7 +145,7 @@ impl Investigator {
             .advance(id, ContextLoading, Investigating, None)
             .await
             .map_err(Infrastructure)?;
-        let (classification, proposal) = propose(ctx, reproduction, good)
+        let (classification, mut proposal) = propose(ctx, reproduction, good)
             .await
             .map_err(Investigation)?;
         let mut hypotheses = proposal.hypotheses.clone();
@@ -155,6 +155,12 @@ impl Investigator {
                     .await
                     .map_err(Investigation)?,
             );
+        }
+        // No culprit to revert: the suspects' repair is a verifier's job. (A
+        // revert that fails verification is not followed by a repair in the
+        // fleet yet; the embedded pipeline does that.)
+        if let Some(h) = propose_repair(ctx, &classification, &mut proposal, &hypotheses) {
+            hypotheses.push(h);
         }
         Ok(Outcome {
             classification,
@@ -180,6 +186,7 @@ impl Investigator {
             .map_err(|e| Error::internal(format!("classification of {id}: {e}")))?;
         let topology = self.bus.topology().clone();
         let mut pending = Vec::new();
+        let mut jobs = Vec::new();
         if let Some(candidate) = &proposal.revert {
             let hypothesis = input
                 .hypotheses
@@ -205,16 +212,51 @@ impl Investigator {
                     passes_needed: candidate.passes_needed,
                     classification_json: classification.clone(),
                     limits: event.limits.or(Some(Limits::default())),
+                    suspects_json: Vec::new(),
                 };
-                events::publish(
-                    self.bus.as_ref() as &dyn Bus,
-                    topology.verify_jobs(),
-                    ids::verify_job(&hypothesis.id.0),
-                    &job,
-                )
-                .await?;
-                pending.push(hypothesis.id.0.clone());
+                jobs.push(job);
             }
+        }
+        if let Some(candidate) = &proposal.repair {
+            let hypothesis = input
+                .hypotheses
+                .iter()
+                .find(|h| h.number == candidate.number)
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "hypothesis {} of {id} is missing",
+                        candidate.number
+                    ))
+                })?;
+            if hypothesis.status == HypothesisStatus::Pending {
+                let suspects = serde_json::to_vec(&proposal.suspects)
+                    .map_err(|e| Error::internal(format!("suspects of {id}: {e}")))?;
+                jobs.push(VerifyJob {
+                    investigation_id: id.0.clone(),
+                    hypothesis_id: hypothesis.id.0.clone(),
+                    number: candidate.number,
+                    kind: HypothesisKind::Repair as i32,
+                    repository: event.repository.clone(),
+                    test_command: event.test_command.clone(),
+                    bad: input.proposal.bad.clone(),
+                    issue_id: event.issue_id.clone(),
+                    culprit: String::new(),
+                    passes_needed: 1,
+                    classification_json: classification.clone(),
+                    limits: event.limits.or(Some(Limits::default())),
+                    suspects_json: suspects,
+                });
+            }
+        }
+        for job in jobs {
+            events::publish(
+                self.bus.as_ref() as &dyn Bus,
+                topology.verify_jobs(),
+                ids::verify_job(&job.hypothesis_id),
+                &job,
+            )
+            .await?;
+            pending.push(job.hypothesis_id.clone());
         }
         events::publish(
             self.bus.as_ref() as &dyn Bus,

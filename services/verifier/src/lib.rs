@@ -121,9 +121,9 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
 impl Verifier {
     async fn handle(&self, delivery: Arc<Delivery>) -> Result<()> {
         let job: VerifyJob = events::decode(&delivery)?;
-        if job.kind() != HypothesisKind::Revert {
+        if !matches!(job.kind(), HypothesisKind::Revert | HypothesisKind::Repair) {
             return Err(Error::invalid(format!(
-                "verify job {} has kind {:?}; this verifier proves REVERT hypotheses",
+                "verify job {} has kind {:?}; this verifier proves REVERT and REPAIR hypotheses",
                 job.hypothesis_id,
                 job.kind()
             )));
@@ -193,12 +193,16 @@ impl Verifier {
             self.sandboxes.clone(),
             Arc::new(tracelab_engine::Silent),
         )?;
-        let candidate = RevertCandidate {
-            number: job.number,
-            culprit: job.culprit.clone(),
-            passes_needed: job.passes_needed,
+        let result = if job.kind() == HypothesisKind::Repair {
+            repair_job(&session.ctx, &classification, job).await
+        } else {
+            let candidate = RevertCandidate {
+                number: job.number,
+                culprit: job.culprit.clone(),
+                passes_needed: job.passes_needed,
+            };
+            verify_candidate(&session.ctx, &classification, &candidate).await
         };
-        let result = verify_candidate(&session.ctx, &classification, &candidate).await;
         let keep = result
             .as_ref()
             .ok()
@@ -206,6 +210,35 @@ impl Verifier {
             .and_then(|h| h.branch.clone());
         session.close(keep.as_deref()).await;
         result
+    }
+}
+
+/// Screens and proves the repair templates of the job's suspects (the
+/// embedded pipeline's code); no candidate to prove is an INCONCLUSIVE
+/// hypothesis with the reason, so the arbiter still gets an answer.
+async fn repair_job(
+    ctx: &tracelab_engine::context::Context,
+    classification: &Classification,
+    job: &VerifyJob,
+) -> Result<tracelab_domain::hypothesis::Hypothesis> {
+    let suspects: Vec<tracelab_domain::report::Suspect> =
+        serde_json::from_slice(&job.suspects_json).map_err(|e| {
+            Error::invalid(format!("verify job {}: suspects: {e}", job.hypothesis_id))
+        })?;
+    match tracelab_engine::repair::repair(ctx, classification, &suspects, job.number).await? {
+        Ok(h) => Ok(h),
+        Err(note) => {
+            let mut h = tracelab_domain::hypothesis::Hypothesis::new(
+                HypothesisId(job.hypothesis_id.clone()),
+                job.number,
+                tracelab_domain::hypothesis::AgentKind::CodePath,
+                tracelab_domain::hypothesis::HypothesisKind::Patch,
+                "an edit of a suspect function fixes the failure (repair templates)",
+            );
+            h.status = HypothesisStatus::Inconclusive;
+            h.status_reason = note;
+            Ok(h)
+        }
     }
 }
 
