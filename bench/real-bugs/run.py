@@ -15,7 +15,8 @@ under a wall limit (5 minutes), and score the report:
   no test file (TraceLab's test-path rule);
 - correct: the winner's patch, applied to a fresh copy of the buggy
   repository, makes every failing test of the fix pass, and the changed test
-  files fail nothing that does not also fail at the fix.
+  files fail nothing that does not also fail at the fix (correct_at_fix_lines:
+  and it edits a line the upstream fix edited).
 
     python3 bench/real-bugs/run.py [--only NAME ...] [--limit N] [--tracelab PATH]
         [--label LABEL] [--wall SECS] [--parallel K] [--cases FILE] [--resume]
@@ -111,6 +112,40 @@ def patch_files(patch: str) -> list[str]:
     return sorted(set(files))
 
 
+def edited_lines(diff: str, path: str) -> set[int]:
+    """Old-side lines a diff edits in `path`: each removed line, and for an insertion the
+    lines on both sides of it."""
+    lines: set[int] = set()
+    current, old = None, 0
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            current = None
+        elif line.startswith("--- "):
+            current = line[6:] if line.startswith("--- a/") else None
+        elif line.startswith("@@"):
+            m = re.match(r"^@@ -(\d+)(?:,(\d+))?", line)
+            # "-a,0" is an insertion after line a: the next old line is a + 1.
+            old = int(m.group(1)) + (1 if m.group(2) == "0" else 0) if m else 0
+        elif current != path:
+            continue
+        elif line.startswith("-"):
+            lines.add(old)
+            old += 1
+        elif line.startswith("+"):
+            lines.update((old - 1, old))
+        elif line.startswith(" "):
+            old += 1
+    return lines
+
+
+def at_fix_lines(patch: str, case: dict) -> bool:
+    """Whether the patch edits where the upstream fix did (a line the fix removed, or the
+    place it inserted code), on the buggy side of the fixed file."""
+    fix = kit.git(kit.mirror_of(case["upstream"]), "diff", "-U0", case["buggy"], case["fix"], "--",
+                  case["source_file"], bare=True)
+    return bool(edited_lines(patch, case["source_file"]) & edited_lines(fix, case["source_file"]))
+
+
 def python_module(path: str) -> str:
     """TraceLab's module part of a qualified name (crates/code-index/src/qualify.rs)."""
     stem = path[:-3] if path.endswith(".py") else path
@@ -163,6 +198,7 @@ def rescore(path: Path, cases_file: Path) -> int:
             suspects = [{"symbol": m.group(1), "path": m.group(2)} for m in
                         (re.match(r"^(\S+) \((.+):\d+\)$", t) for t in row.get("top_suspects", [])) if m]
         row.update(ranks_of(suspects, cases[row["case"]]))
+        row["patch_at_fix_lines"] = bool(row.get("patch")) and at_fix_lines(row["patch"], cases[row["case"]])
     result["totals"] = totals(result["rows"])
     path.write_text(json.dumps(result, indent=1) + "\n")
     print_summary(result["rows"], path)
@@ -232,6 +268,7 @@ def score(case: dict, run: dict, scratch: Path, home: Path, timeout: float) -> d
         "verified": verified,
         "patch_touches_tests": touches_tests,
         "patch_touches_fixed_file": case["source_file"] in files,
+        "patch_at_fix_lines": bool(patch) and at_fix_lines(patch, case),
         "plausible": plausible,
         "correct": False,
         "hypotheses": [describe(h) for h in report.get("hypotheses", [])],
@@ -285,6 +322,7 @@ def totals(rows: list[dict]) -> dict:
         "file_at_5": share(lambda r: r.get("file_rank") is not None and r["file_rank"] <= 5),
         "plausible": share(lambda r: r.get("plausible")),
         "correct": share(lambda r: r.get("correct")),
+        "correct_at_fix_lines": share(lambda r: r.get("correct") and r.get("patch_at_fix_lines")),
         "verified_winner_any_kind": share(lambda r: r.get("verified")),
         "timed_out": share(lambda r: r.get("timed_out")),
         "errors": share(lambda r: r.get("error") and not r.get("timed_out")),
