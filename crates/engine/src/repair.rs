@@ -15,9 +15,11 @@ use crate::agents::test_behaviour::Classification;
 use crate::context::Context;
 use crate::git::Worktree;
 use crate::oracle;
-use crate::pool::PoolRun;
-use crate::probe::{Judged, experiment, judge};
-use crate::verify::{Judging, regression_before, regression_command, run_contract, worktree_reset};
+use crate::probe::{Judged, experiment};
+use crate::verify::{
+    Judging, exec_judged, hypothesis_slot, regression_before, regression_command, run_contract,
+    worktree_reset,
+};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -285,16 +287,13 @@ async fn screen_one(
     worktree
         .write_file(&candidate.path, &candidate.content)
         .await?;
-    let result = sandbox.exec(spec).await?;
-    let (outcome, signature) = judge(&result, ctx.test.runner, classification.baseline.as_ref());
-    Ok(Judged {
-        outcome,
-        run: PoolRun {
-            result,
-            sandbox: sandbox.describe(),
-        },
-        signature,
-    })
+    exec_judged(
+        sandbox,
+        spec,
+        ctx.test.runner,
+        classification.baseline.as_ref(),
+    )
+    .await
 }
 
 /// The whole contract for each chosen candidate in turn, on the hypothesis
@@ -320,16 +319,7 @@ async fn prove(
         classification,
         passes_needed: 1,
     };
-    let worktree = ctx
-        .pool
-        .workspace()
-        .on_branch(&format!("h{number}"), &ctx.bad, &branch)
-        .await?;
-    let sandbox = ctx
-        .pool
-        .provider()
-        .open(&worktree.path, &format!("{}-h{number}", ctx.id))
-        .await?;
+    let (worktree, sandbox) = hypothesis_slot(ctx, number, &branch).await?;
     let result = async {
         let before = regression_before(ctx, judging, sandbox.as_ref()).await?;
         let neighbours = neighbour_command(ctx, classification, chosen, judges).await?;
@@ -358,9 +348,8 @@ async fn prove(
             if let (Some((display, spec)), Some(before_run)) = (&neighbours, &neighbours_before)
                 && patch.is_some()
             {
-                let after = sandbox.exec(spec).await?;
                 experiments.push(neighbour_experiment(
-                    ctx, classification, display, &worktree, sandbox.as_ref(), before_run, after,
+                    ctx, classification, display, spec, &worktree, sandbox.as_ref(), before_run,
                 ).await?);
             }
             let judgement = judge_fix(&experiments, 1);
@@ -489,21 +478,13 @@ async fn neighbour_experiment(
     ctx: &Context,
     classification: &Classification,
     display: &str,
+    spec: &CommandSpec,
     worktree: &Worktree,
     sandbox: &dyn Sandbox,
     before: &tracelab_domain::ports::CommandResult,
-    after: tracelab_domain::ports::CommandResult,
 ) -> Result<Experiment> {
     let revision = crate::git::run_git(&worktree.path, &["rev-parse", "HEAD"]).await?;
-    let (outcome, signature) = judge(&after, ctx.test.runner, None);
-    let judged = Judged {
-        outcome,
-        run: PoolRun {
-            result: after,
-            sandbox: sandbox.describe(),
-        },
-        signature,
-    };
+    let judged = exec_judged(sandbox, spec, ctx.test.runner, None).await?;
     let mut e = experiment(
         Step::ExistingTests,
         display,

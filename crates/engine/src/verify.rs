@@ -280,16 +280,7 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
         return Ok(h);
     }
 
-    let worktree = ctx
-        .pool
-        .workspace()
-        .on_branch(&format!("h{number}"), &ctx.bad, &branch)
-        .await?;
-    let sandbox = ctx
-        .pool
-        .provider()
-        .open(&worktree.path, &format!("{}-h{number}", ctx.id))
-        .await?;
+    let (worktree, sandbox) = hypothesis_slot(ctx, number, &branch).await?;
     let mut earlier: Vec<String> = Vec::new();
     let result = async {
         // 1-2. Reproduction and the regression test before the fix, once for
@@ -361,6 +352,26 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
         h.status_reason = e.message;
     }
     Ok(h)
+}
+
+/// The worktree on hypothesis `number`'s branch at the bad revision, with
+/// its own sandbox.
+pub(crate) async fn hypothesis_slot(
+    ctx: &Context,
+    number: u32,
+    branch: &str,
+) -> Result<(Worktree, Box<dyn Sandbox>)> {
+    let worktree = ctx
+        .pool
+        .workspace()
+        .on_branch(&format!("h{number}"), &ctx.bad, branch)
+        .await?;
+    let sandbox = ctx
+        .pool
+        .provider()
+        .open(&worktree.path, &format!("{}-h{number}", ctx.id))
+        .await?;
+    Ok((worktree, sandbox))
 }
 
 /// Applies a fix to the worktree's index and files.

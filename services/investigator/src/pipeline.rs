@@ -187,17 +187,15 @@ impl Investigator {
         let topology = self.bus.topology().clone();
         let mut pending = Vec::new();
         let mut jobs = Vec::new();
-        if let Some(candidate) = &proposal.revert {
-            let hypothesis = input
+        let proposed = |number: u32| {
+            input
                 .hypotheses
                 .iter()
-                .find(|h| h.number == candidate.number)
-                .ok_or_else(|| {
-                    Error::internal(format!(
-                        "hypothesis {} of {id} is missing",
-                        candidate.number
-                    ))
-                })?;
+                .find(|h| h.number == number)
+                .ok_or_else(|| Error::internal(format!("hypothesis {number} of {id} is missing")))
+        };
+        if let Some(candidate) = &proposal.revert {
+            let hypothesis = proposed(candidate.number)?;
             if hypothesis.status == HypothesisStatus::Pending {
                 let job = VerifyJob {
                     investigation_id: id.0.clone(),
@@ -218,16 +216,7 @@ impl Investigator {
             }
         }
         if let Some(candidate) = &proposal.repair {
-            let hypothesis = input
-                .hypotheses
-                .iter()
-                .find(|h| h.number == candidate.number)
-                .ok_or_else(|| {
-                    Error::internal(format!(
-                        "hypothesis {} of {id} is missing",
-                        candidate.number
-                    ))
-                })?;
+            let hypothesis = proposed(candidate.number)?;
             if hypothesis.status == HypothesisStatus::Pending {
                 let suspects = serde_json::to_vec(&proposal.suspects)
                     .map_err(|e| Error::internal(format!("suspects of {id}: {e}")))?;
