@@ -42,7 +42,7 @@ pub enum Command {
     /// Rank the files, symbols and commits a failure output points at.
     Locate(LocateArgs),
     /// Materialise a Repro Pack (worktree at its revision + script) and run it once.
-    Repro(crate::repro::ReproArgs),
+    Repro(ReproArgs),
     /// CI step: collect test reports, the log tail, commit and environment fingerprint; print or send them.
     Report(crate::report::ReportArgs),
 }
@@ -251,4 +251,23 @@ pub enum InvestigationsCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReproArgs {
+    /// A Repro Pack written by `tracelab locate --test CMD --repro-pack FILE`.
+    #[arg(long)]
+    pub pack: PathBuf,
+    /// The repository holding the pack's revision.
+    #[arg(long)]
+    pub repo: PathBuf,
+    /// Directory for the worktree (`DIR/worktree`), `DIR/repro.sh` and a copy
+    /// of the pack; kept afterwards. Default: a temporary directory, removed.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Wall-clock limit for the run, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
 }

@@ -149,6 +149,7 @@ pub async fn locate(args: LocateArgs, token: Option<&str>) -> anyhow::Result<Exi
 
 /// `--indexer URL`: the indexer service locates; the repository path is
 /// made absolute because the service resolves it on its own.
+#[cfg(feature = "indexer")]
 async fn remote_locate(
     url: &str,
     token: Option<&str>,
@@ -167,7 +168,17 @@ async fn remote_locate(
         since_rev: args.since.clone().unwrap_or_default(),
         ..Default::default()
     };
-    tracelab_indexer::client::locate(url, token, request).await
+    Ok(tracelab_index_client::locate(url, token, request).await?)
+}
+
+#[cfg(not(feature = "indexer"))]
+async fn remote_locate(
+    _url: &str,
+    _token: Option<&str>,
+    _args: &LocateArgs,
+    _evidence: String,
+) -> anyhow::Result<Locations> {
+    Err(crate::built::without("indexer", "--indexer"))
 }
 
 /// A compact table per list, from the JSON form so it shows exactly what `--format json` does.

@@ -15,7 +15,6 @@ use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-use tracelab_sandbox_docker::{DockerConfig, DockerSandboxProvider, Reap};
 use tracelab_store::SqliteStore;
 
 fn default_db() -> PathBuf {
@@ -43,6 +42,11 @@ impl Progress for StderrProgress {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    #[cfg(not(feature = "server"))]
+    if cli.server.is_some() {
+        return Err(crate::built::without("server", "--server"));
+    }
+    #[cfg(feature = "server")]
     if let Some(url) = &cli.server {
         let remote = crate::remote::Remote::new(url, cli.token.clone())?;
         return match cli.command {
@@ -104,25 +108,40 @@ async fn sandboxes(
             }
             Ok(Arc::new(LocalSandboxProvider::new(local)))
         }
-        SandboxKind::Docker => {
-            let mut config = DockerConfig::default();
-            config.allowlist.programs.extend(run.allow.iter().cloned());
-            if let Some(image) = &run.image {
-                config.image = image.clone();
-            }
-            let provider = DockerSandboxProvider::connect(config).await?;
-            // Containers of crashed earlier runs (owner process gone) are removed first.
-            let reaped = provider.reap(Reap::Orphans).await?;
-            if reaped > 0 {
-                tracing::info!(reaped, "removed leftover sandbox containers");
-            }
-            let provider = match &run.recipe {
-                Some(recipe) => provider.with_recipe(repo, recipe).await?,
-                None => provider,
-            };
-            Ok(Arc::new(provider))
-        }
+        SandboxKind::Docker => docker(run, repo).await,
     }
+}
+
+#[cfg(feature = "docker")]
+async fn docker(
+    run: &RunOptions,
+    repo: &std::path::Path,
+) -> anyhow::Result<Arc<dyn SandboxProvider>> {
+    use tracelab_sandbox_docker::{DockerConfig, DockerSandboxProvider, Reap};
+    let mut config = DockerConfig::default();
+    config.allowlist.programs.extend(run.allow.iter().cloned());
+    if let Some(image) = &run.image {
+        config.image = image.clone();
+    }
+    let provider = DockerSandboxProvider::connect(config).await?;
+    // Containers of crashed earlier runs (owner process gone) are removed first.
+    let reaped = provider.reap(Reap::Orphans).await?;
+    if reaped > 0 {
+        tracing::info!(reaped, "removed leftover sandbox containers");
+    }
+    let provider = match &run.recipe {
+        Some(recipe) => provider.with_recipe(repo, recipe).await?,
+        None => provider,
+    };
+    Ok(Arc::new(provider))
+}
+
+#[cfg(not(feature = "docker"))]
+async fn docker(
+    _run: &RunOptions,
+    _repo: &std::path::Path,
+) -> anyhow::Result<Arc<dyn SandboxProvider>> {
+    Err(crate::built::without("docker", "--sandbox docker"))
 }
 
 async fn investigate(

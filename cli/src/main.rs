@@ -3,13 +3,18 @@
 //! stderr when a command could not run.
 
 mod args;
+#[cfg(not(all(feature = "docker", feature = "server", feature = "indexer")))]
+mod built;
 mod code;
 mod commands;
 mod output;
 mod parse;
+#[cfg(feature = "server")]
 mod remote;
 mod report;
 mod repro;
+#[cfg(feature = "server")]
+mod upload;
 
 use clap::Parser;
 

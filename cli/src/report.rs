@@ -9,7 +9,6 @@
 //! `TRACELAB_TOKEN`): the fleet's API base URL.
 
 use anyhow::{Context as _, bail};
-use backon::{ExponentialBuilder, Retryable as _};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -72,13 +71,14 @@ pub async fn run(
     let report = collect(&args, &limits).await?;
     let body = fit(report, &limits)?;
     match server {
+        #[cfg(feature = "server")]
         Some(server) if !args.dry_run => {
             let (body, encoding) = if args.no_compress {
                 (body, None)
             } else {
                 (gzip(&body)?, Some("gzip"))
             };
-            send(
+            crate::upload::send(
                 server,
                 token,
                 body,
@@ -86,6 +86,11 @@ pub async fn run(
                 Duration::from_secs(args.timeout),
             )
             .await
+        }
+        #[cfg(not(feature = "server"))]
+        Some(_) if !args.dry_run => {
+            let _ = (token, gzip, Duration::ZERO);
+            Err(crate::built::without("server", "sending a report"))
         }
         _ => {
             let value: serde_json::Value = serde_json::from_slice(&body)?;
@@ -337,19 +342,6 @@ fn fit(mut report: CiFailureReport, limits: &IntakeLimits) -> anyhow::Result<Vec
 }
 
 /// Why one attempt to send failed, and whether another may succeed.
-#[derive(Debug)]
-struct SendError {
-    message: String,
-    retry: bool,
-    retry_after: Option<Duration>,
-}
-
-impl std::fmt::Display for SendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
 /// Test reports and logs shrink 5–20× with gzip; the body limit applies to
 /// the decompressed size on the server, so compressing only saves transfer.
 fn gzip(body: &[u8]) -> anyhow::Result<Vec<u8>> {
@@ -357,76 +349,4 @@ fn gzip(body: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     encoder.write_all(body)?;
     Ok(encoder.finish()?)
-}
-
-async fn send(
-    server: &str,
-    token: Option<&str>,
-    body: Vec<u8>,
-    content_encoding: Option<&str>,
-    timeout: Duration,
-) -> anyhow::Result<ExitCode> {
-    // reqwest is built without a crypto provider (see DEPENDENCIES.md): ring, once.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let url = format!("{}/v1/ci-failures", server.trim_end_matches('/'));
-    let url = reqwest::Url::parse(&url).with_context(|| format!("bad --server {server:?}"))?;
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .user_agent(concat!("tracelab/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .context("cannot build the HTTP client")?;
-    let attempt = || async {
-        let mut request = client
-            .post(url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone());
-        if let Some(encoding) = content_encoding {
-            request = request.header(reqwest::header::CONTENT_ENCODING, encoding);
-        }
-        if let Some(t) = token {
-            request = request.bearer_auth(t);
-        }
-        let response = request.send().await.map_err(|e| SendError {
-            message: format!("cannot reach {url}: {e}"),
-            retry: e.is_connect() || e.is_timeout(),
-            retry_after: None,
-        })?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(60)));
-        let text = response.text().await.unwrap_or_default();
-        if status.is_success() {
-            return Ok(text);
-        }
-        Err(SendError {
-            message: format!(
-                "{url} answered {status}: {}",
-                text.chars().take(500).collect::<String>()
-            ),
-            retry: status.as_u16() == 429 || status.as_u16() == 503,
-            retry_after,
-        })
-    };
-    let answer = attempt
-        .retry(
-            ExponentialBuilder::default()
-                .with_min_delay(Duration::from_secs(1))
-                .with_max_times(3),
-        )
-        .sleep(tokio::time::sleep)
-        .when(|e: &SendError| e.retry)
-        .adjust(|e: &SendError, next: Option<Duration>| next.map(|d| e.retry_after.unwrap_or(d)))
-        .notify(|e: &SendError, wait: Duration| eprintln!("warning: {e}; retrying in {wait:?}"))
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if answer.trim().is_empty() {
-        eprintln!("report sent to {url}");
-    } else {
-        println!("{}", answer.trim());
-    }
-    Ok(ExitCode::SUCCESS)
 }

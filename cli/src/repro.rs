@@ -4,9 +4,8 @@
 //! materialises a Repro Pack — a worktree at its revision plus a script —
 //! and runs it once to see whether the failure comes back.
 
-use crate::args::Format;
+use crate::args::{Format, ReproArgs};
 use anyhow::{Context as _, bail};
-use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -17,25 +16,6 @@ use tracelab_domain::ports::{CommandSpec, SandboxProvider};
 use tracelab_engine::git::Git;
 use tracelab_engine::workspace::Workspace;
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-
-#[derive(Debug, Args)]
-pub struct ReproArgs {
-    /// A Repro Pack written by `tracelab locate --test CMD --repro-pack FILE`.
-    #[arg(long)]
-    pub pack: PathBuf,
-    /// The repository holding the pack's revision.
-    #[arg(long)]
-    pub repo: PathBuf,
-    /// Directory for the worktree (`DIR/worktree`), `DIR/repro.sh` and a copy
-    /// of the pack; kept afterwards. Default: a temporary directory, removed.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Wall-clock limit for the run, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    pub timeout: u64,
-    #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    pub format: Format,
-}
 
 /// A local sandbox provider with this process's `PATH`, so the interpreter
 /// a person runs is the one the sandbox finds.

@@ -27,15 +27,9 @@ pub fn parse_file(language: Language, path: &str, source: &[u8]) -> ParsedFile {
         {
             Some(i) => i,
             None => {
-                let mut p = Parser::new();
                 // A grammar/ABI mismatch would be a build error in practice; we
                 // still turn it into a diagnostic below instead of panicking.
-                let ok = p
-                    .set_language(&crate::lang::grammar(language, path))
-                    .is_ok();
-                if !ok {
-                    return None;
-                }
+                let p = tracelab_syntax::parser(language, path)?;
                 parsers.push((language, tsx, p));
                 parsers.len() - 1
             }

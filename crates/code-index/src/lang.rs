@@ -1,22 +1,8 @@
 //! Supported languages (`tracelab_domain::Language`: detection from a path,
-//! the prefix of qualified names) and their tree-sitter grammars.
+//! the prefix of qualified names; their grammars are `tracelab_syntax`'s)
+//! and which paths and symbols are test code.
 
 pub use tracelab_domain::Language;
-
-/// The tree-sitter grammar of `language` (TSX by the path's extension).
-pub(crate) fn grammar(language: Language, path: &str) -> tree_sitter::Language {
-    match language {
-        Language::Python => tree_sitter_python::LANGUAGE.into(),
-        Language::Rust => tree_sitter_rust::LANGUAGE.into(),
-        Language::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-        Language::TypeScript if path.ends_with(".tsx") => {
-            tree_sitter_typescript::LANGUAGE_TSX.into()
-        }
-        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        Language::Go => tree_sitter_go::LANGUAGE.into(),
-        Language::Java => tree_sitter_java::LANGUAGE.into(),
-    }
-}
 
 /// Whether a path is test code (a hard filter on suspects: tests seed the
 /// failing path but are rarely what a fix changes). The same rule as the

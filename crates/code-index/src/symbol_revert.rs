@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 /// One file in three versions: at the culprit's parent (`before`), at the
 /// culprit, and at the revision being repaired (`current`).
@@ -688,11 +688,7 @@ fn first_line<'t>(text: &'t str, node: &Node<'_>) -> &'t str {
 }
 
 fn parse_tree(language: Language, path: &str, text: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&crate::lang::grammar(language, path))
-        .ok()?;
-    parser.parse(text, None)
+    tracelab_syntax::parse(language, path, text)
 }
 
 /// Error and missing nodes in `text`; `None` when it cannot be parsed at all.

@@ -91,18 +91,3 @@ const JAVA: Kinds = Kinds {
     call_arguments: "arguments",
     negate_prefix: "!",
 };
-
-/// The tree-sitter grammar of `language` (TSX by the path's extension).
-pub fn grammar(language: Language, path: &str) -> tree_sitter::Language {
-    match language {
-        Language::Python => tree_sitter_python::LANGUAGE.into(),
-        Language::Rust => tree_sitter_rust::LANGUAGE.into(),
-        Language::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-        Language::TypeScript if path.ends_with(".tsx") => {
-            tree_sitter_typescript::LANGUAGE_TSX.into()
-        }
-        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        Language::Go => tree_sitter_go::LANGUAGE.into(),
-        Language::Java => tree_sitter_java::LANGUAGE.into(),
-    }
-}

@@ -24,7 +24,6 @@ pub use operator::Operator;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use tracelab_domain::Language;
-use tree_sitter::Parser;
 
 /// A suspect function to repair: a file's content at the bad revision and
 /// the function's lines in it.
@@ -120,14 +119,7 @@ pub fn propose(targets: &[Target<'_>], failure: &str, limit: usize) -> Vec<Candi
 
 /// Edits inside the target's function, or none when it cannot be found.
 fn target_edits(target: &Target<'_>, language: Language, failure: &str) -> Vec<edits::Edit> {
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&grammar::grammar(language, target.path))
-        .is_err()
-    {
-        return Vec::new();
-    }
-    let Some(tree) = parser.parse(target.source, None) else {
+    let Some(tree) = tracelab_syntax::parse(language, target.path, target.source) else {
         return Vec::new();
     };
     let Some((start, end)) = line_bytes(target.source, target.start_line, target.end_line) else {
@@ -187,16 +179,7 @@ fn parses_cleanly(path: &str, content: &str) -> bool {
     let Some(language) = Language::from_path(path) else {
         return false;
     };
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&grammar::grammar(language, path))
-        .is_err()
-    {
-        return false;
-    }
-    parser
-        .parse(content, None)
-        .is_some_and(|t| !t.root_node().has_error())
+    tracelab_syntax::parse(language, path, content).is_some_and(|t| !t.root_node().has_error())
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 //! Beside it, `listen` serves `/healthz` and `/readyz` (PostgreSQL answers).
 //! The service does not use NATS.
 
-pub mod client;
 pub mod grpc;
 pub mod past;
 pub mod repos;

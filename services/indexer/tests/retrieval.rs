@@ -7,7 +7,7 @@ mod common;
 use common::{TRACEBACK, shop, start, start_with_tokens};
 use tonic::Code;
 use tracelab_code_index::{LocateOptions, locate};
-use tracelab_indexer::wire;
+use tracelab_index_client::wire;
 use tracelab_ingest::{FailureKind, GroupKey, GroupStore, Language, Occurrence};
 use tracelab_proto::index::v1 as pb;
 use tracelab_store::{PgGroupStore, PgOptions};
@@ -528,12 +528,12 @@ async fn with_tokens_configured_every_call_needs_one() {
     assert_eq!(refused.code(), Code::Unauthenticated, "{refused}");
     assert!(refused.message().contains("missing bearer token"));
     let wrong =
-        tracelab_indexer::client::locate(&server.url, Some("not-the-token-0123456"), request())
+        tracelab_index_client::locate(&server.url, Some("not-the-token-0123456"), request())
             .await
             .unwrap_err();
     assert!(wrong.to_string().contains("unknown token"), "{wrong}");
     let found =
-        tracelab_indexer::client::locate(&server.url, Some("indexer-token-0123456789"), request())
+        tracelab_index_client::locate(&server.url, Some("indexer-token-0123456789"), request())
             .await
             .unwrap();
     assert!(!found.symbols.is_empty());
