@@ -75,6 +75,12 @@ pub struct BisectSummary {
     /// (a flaky failure that predates it, or a flakiness regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub good_flaky: Option<FlakyStats>,
+    /// The commit the search settled on changes test files only, and the
+    /// probes ran each revision's own tests: it is where the failing test
+    /// appeared or changed, not where the defect came from, so it is not
+    /// reported as the culprit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub culprit_changes_only_tests: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -181,6 +181,23 @@ impl Git {
         .await
     }
 
+    /// The paths `commit` changed relative to its first parent (all of its
+    /// files for a root commit).
+    pub async fn changed_paths(&self, commit: &str) -> Result<Vec<String>> {
+        let parents = self.parents(commit).await?;
+        let out = match parents.first() {
+            Some(parent) => {
+                self.run(&["diff", "--name-only", "--no-renames", parent, commit])
+                    .await?
+            }
+            None => {
+                self.run(&["ls-tree", "-r", "--name-only", "--full-tree", commit])
+                    .await?
+            }
+        };
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
     /// Which of `paths` exist as files at `rev`.
     pub async fn existing_files(&self, rev: &str, paths: &[String]) -> Result<Vec<String>> {
         if paths.is_empty() {

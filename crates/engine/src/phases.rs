@@ -344,7 +344,12 @@ async fn propose_classified(
         if classification.decision.behaviour == Behaviour::Deterministic
             && let Some(finding) = early
         {
-            if let Some(c) = &finding.summary.culprit {
+            if let Some(c) = finding
+                .summary
+                .culprit
+                .as_ref()
+                .filter(|_| !finding.summary.culprit_changes_only_tests)
+            {
                 ctx.progress.report(&format!(
                     "culprit found: {} \"{}\" (confidence {:.3}; the failure is deterministic, so the search's judgements stand)",
                     &c.commit[..c.commit.len().min(12)],
@@ -586,6 +591,9 @@ pub fn conclude(
         (Some(_), None) => SearchFinding::Culprit,
     };
     let verdict = decide(winner.as_ref(), &hypotheses, behaviour, search);
+    if let Some(note) = bisect.as_ref().and_then(test_only_commit_note) {
+        notes.push(note);
+    }
     if let Some(c) = culprit.as_ref().filter(|c| !c.verified) {
         notes.push(format!(
             "the culprit {} was found by the search but no fix for it was verified: {}",
@@ -617,10 +625,31 @@ pub fn conclude(
     }
 }
 
+/// What the search's answer means when it is a commit that changes tests
+/// only, under each revision's own tests: the failing test appeared there.
+fn test_only_commit_note(b: &BisectSummary) -> Option<String> {
+    let c = b
+        .culprit
+        .as_ref()
+        .filter(|_| b.culprit_changes_only_tests)?;
+    Some(format!(
+        "the search ended at {} \"{}\", which changes test files only: running each revision's own \
+         tests, that is where the failing test appeared or changed, so the defect it exposes is older; \
+         it is not reported as the culprit",
+        &c.commit[..c.commit.len().min(12)],
+        c.summary
+    ))
+}
+
 /// The culprit the search found with confidence, with what verification
-/// established about it. Never dropped because its fix failed.
+/// established about it. Never dropped because its fix failed. A commit
+/// that only changed the tests the probes ran is not a culprit
+/// ([`test_only_commit_note`] says where it went).
 fn found_culprit(bisect: Option<&BisectSummary>, hypotheses: &[Hypothesis]) -> Option<Culprit> {
     let b = bisect?;
+    if b.culprit_changes_only_tests {
+        return None;
+    }
     let info = b.culprit.clone()?;
     if b.confidence < CULPRIT_CONFIDENCE {
         return None;

@@ -501,36 +501,39 @@ async fn probes_run_the_bad_revisions_test_on_older_sources() {
 }
 
 #[tokio::test]
-async fn with_tests_at_revision_the_test_commit_is_blamed_but_never_reverted() {
+async fn with_tests_at_revision_a_commit_changing_only_the_test_is_named_but_not_blamed() {
     let s = scenarios::old_bug_new_test(14, 4);
     let (engine, _) = engine(|c| c.tests_at_revision = true).await;
     let report = engine.investigate(request(&s)).await.unwrap();
-    // The newest commit added the failing check: it is the culprit in this
-    // mode, reported as found and not verified, and no "fix" deletes the test.
-    assert_eq!(report.verdict, Verdict::Regression);
-    let culprit = report.culprit.clone().unwrap();
-    assert_eq!(culprit.commit.commit, s.head);
-    assert!(!culprit.verified);
+    // Under each revision's own tests the search ends at the newest commit,
+    // which only extends the test: that is where the failure became
+    // visible, not a regression. The search's answer stays in the report.
+    assert_eq!(report.verdict, Verdict::Deterministic);
+    assert!(report.culprit.is_none(), "{:?}", report.culprit);
+    let bisect = report.bisect.clone().unwrap();
+    assert_eq!(bisect.culprit.as_ref().unwrap().commit, s.head);
+    assert!(bisect.culprit_changes_only_tests);
+    // No revert is proposed for it (its only change is the oracle), so the
+    // hypothesis slot goes to the other agents.
     assert!(
         report
-            .winner
-            .as_ref()
-            .is_none_or(|w| w.kind != HypothesisKind::Revert)
+            .hypotheses
+            .iter()
+            .all(|h| h.kind != HypothesisKind::Revert)
     );
-    let revert = report
-        .hypotheses
-        .iter()
-        .find(|h| h.kind == HypothesisKind::Revert)
-        .unwrap();
-    assert_eq!(revert.status, HypothesisStatus::Inconclusive);
-    assert!(revert.patch.is_none());
     assert!(
-        revert.status_reason.contains("only test files"),
-        "{}",
-        revert.status_reason
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("changes test files only")),
+        "{:?}",
+        report.notes
     );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["bisect"]["culprit_changes_only_tests"], true);
     let md = report.to_markdown();
-    assert!(md.contains("**Not verified**"), "{md}");
+    assert!(md.contains("changes test files only"), "{md}");
+    assert!(!md.contains("## Culprit\n"), "{md}");
 }
 
 #[tokio::test]

@@ -307,8 +307,8 @@ pub fn culprit_edits_its_test(commits: usize, culprit_at: usize) -> Scenario {
 /// An old bug exposed by a new test: `culprit_at` breaks `add(2, 2)` while
 /// the test only checks `add(2, 3)`; the newest commit extends the test to
 /// `add(2, 2)` and fails. Running each probe's own test blames that newest
-/// commit (and "fixes" it by deleting the test); running the bad revision's
-/// test on every probe finds `culprit_at`.
+/// commit, which changes the test only (so it is not a culprit); running the
+/// bad revision's test on every probe finds `culprit_at`.
 pub fn old_bug_new_test(commits: usize, culprit_at: usize) -> Scenario {
     assert!(culprit_at >= 1 && culprit_at + 1 < commits);
     let weak_test = TEST_APP

@@ -10,6 +10,7 @@ use futures::future::join_all;
 use std::collections::HashMap;
 use tracelab_domain::bisect::{CulpritSearch, MAX_GRAPH_CANDIDATES, ProbeResult, SearchOutcome};
 use tracelab_domain::experiment::Outcome;
+use tracelab_domain::oracle::is_test_path;
 use tracelab_domain::report::{BisectSummary, OracleMode};
 use tracelab_domain::sequential::{RateDecision, RateTest, passes_to_trust};
 use tracelab_domain::signature::FailureSignature;
@@ -504,6 +505,22 @@ pub async fn find_culprit(
                 }
             ));
             summary.culprit = Some(info);
+            if summary.oracle == OracleMode::TestsAtRevision {
+                let paths = git.changed_paths(&commits[i].sha).await?;
+                summary.culprit_changes_only_tests =
+                    !paths.is_empty() && paths.iter().all(|p| is_test_path(p));
+            }
+            if summary.culprit_changes_only_tests {
+                ctx.progress.report(
+                    "it changes test files only: that is where the test appeared or changed, \
+                     not where the defect came from",
+                );
+                return Ok(HistoryFinding {
+                    culprit: None,
+                    summary,
+                    probes: known.clone(),
+                });
+            }
             Ok(HistoryFinding {
                 culprit: Some(commits[i].sha.clone()),
                 summary,
