@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tracelab_testkit::backends::{backend, unique_name};
+use tracelab_testkit::ports::free_port;
 
 /// Where the backends are.
 #[derive(Debug, Clone)]
@@ -71,14 +72,6 @@ pub struct Fleet {
     processes: BTreeMap<String, Process>,
     logs: tempfile::TempDir,
     http: reqwest::Client,
-}
-
-/// A port nobody listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// This package's service binary `tracelab-<name>`. Cargo builds a package's

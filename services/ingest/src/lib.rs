@@ -35,6 +35,7 @@ pub mod rejection;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpListener;
 use tracelab_bus::ConsumerSpec;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
@@ -165,14 +166,44 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
     })
 }
 
-/// Runs the HTTP and gRPC receivers and the intake consumer until `shutdown`.
+/// The sockets the service answers on: bound from the settings by [`run`],
+/// or on port 0 by a test, which then reads their addresses.
+#[derive(Debug)]
+pub struct Listeners {
+    /// HTTP intake, `/healthz`, `/readyz` (`listen`).
+    pub http: TcpListener,
+    /// The OTLP logs gRPC receiver (`grpc_listen`); `None` = off.
+    pub grpc: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds `listen` and, unless it is empty, `grpc_listen`.
+    pub async fn bind(settings: &Settings) -> anyhow::Result<Self> {
+        let http = tracelab_service::http::bind(&settings.listen).await?;
+        let grpc = if settings.grpc_listen.is_empty() {
+            None
+        } else {
+            Some(tracelab_service::http::bind(&settings.grpc_listen).await?)
+        };
+        Ok(Self { http, grpc })
+    }
+}
+
+/// Binds the configured addresses, then [`serve`]s until `shutdown`.
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
-    let http_listener = tracelab_service::http::bind(&settings.listen).await?;
-    let grpc_listener = if settings.grpc_listen.is_empty() {
-        None
-    } else {
-        Some(tracelab_service::http::bind(&settings.grpc_listen).await?)
-    };
+    let listeners = Listeners::bind(&settings).await?;
+    serve(settings, listeners, shutdown).await
+}
+
+/// Runs the HTTP and gRPC receivers on `listeners` and the intake consumer
+/// until `shutdown`.
+pub async fn serve(
+    settings: Settings,
+    listeners: Listeners,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let http_addr = listeners.http.local_addr()?;
+    let grpc_addr = listeners.grpc.as_ref().map(TcpListener::local_addr).transpose()?;
     let parts = intake_parts(&settings)?;
     let auth = auth::Auth::new(&settings.tokens)?;
     if auth.is_open() {
@@ -186,8 +217,8 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let router = http::routes(ingest.clone(), auth.clone()).merge(health::routes(readiness));
-    let http_server = tokio::spawn(http::serve(http_listener, router, shutdown.clone()));
-    let grpc_server = grpc_listener.map(|l| {
+    let http_server = tokio::spawn(http::serve(listeners.http, router, shutdown.clone()));
+    let grpc_server = listeners.grpc.map(|l| {
         tokio::spawn(grpc::serve(
             l,
             ingest.clone(),
@@ -207,7 +238,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         name: "ingest".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),
     };
-    tracing::info!(http = %settings.listen, grpc = %settings.grpc_listen, "ingest ready");
+    tracing::info!(http = %http_addr, grpc = ?grpc_addr, "ingest ready");
     worker::run_pool(
         settings.intake_concurrency,
         bus.clone(),
