@@ -1,12 +1,12 @@
 //! The HTTP intake: `POST /v1/ci-failures` and `POST /v1/logs` (content types
 //! in [`crate::body`]). Each request: source (token or header or peer) →
 //! body read with the limit (413 past it, checked again after gzip) →
-//! [`Ingest::submit`] → 202 with the [`crate::pipeline::Summary`], or the
+//! [`Ingest::submit`] → 202 with the [`crate::submission::Summary`], or the
 //! [`Rejection`]'s answer.
 
 use crate::auth::{Auth, SOURCE_HEADER};
 use crate::body;
-use crate::pipeline::{Ingest, Input, Submission};
+use crate::submission::{Ingest, Input, Submission};
 use crate::rejection::Rejection;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, State};

@@ -7,10 +7,10 @@
 //! ```text
 //! POST /v1/ci-failures, POST /v1/logs   (http: body limit, gzip, source, content type)
 //! OTLP LogsService/Export               (grpc)
-//! <prefix>.intake.{ci-failures,logs}    (intake: the JetStream work queue)
-//!     └─► pipeline::Ingest::submit: limits → rate per source → admission (Permit)
+//! <prefix>.intake.{ci-failures,logs}    (intake_queue: the JetStream work queue)
+//!     └─► submission::Ingest::submit: limits → rate per source → admission (Permit)
 //!           → decode + parse (blocking pool) → Batch
-//!     └─► pipeline::Ingest::record, per failure:
+//!     └─► submission::Ingest::record, per failure:
 //!           INSERT evidence … ON CONFLICT DO NOTHING  (id = digest of source, content, index)
 //!           → triage (PgGroupStore + Policy) only when the row is new
 //!           → EvidenceRecorded on <prefix>.evidence.<kind>
@@ -28,9 +28,9 @@ pub mod body;
 pub mod evidence;
 pub mod grpc;
 pub mod http;
-pub mod intake;
-pub mod pipeline;
+pub mod intake_queue;
 pub mod rejection;
+pub mod submission;
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -124,7 +124,7 @@ impl Default for LimitSettings {
 }
 
 /// The parse options, limiter and admission the settings describe.
-fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
+fn intake_parts(settings: &Settings) -> anyhow::Result<submission::Parts> {
     let key = if settings.redaction_key.is_empty() {
         tracing::warn!(
             "redaction_key is not set: using the public development key; pseudonyms can be confirmed by anyone who guesses a value"
@@ -156,7 +156,7 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
         redaction_key: key,
         ..ParseOptions::default()
     };
-    Ok(pipeline::Parts {
+    Ok(submission::Parts {
         options,
         redactor,
         limits,
@@ -213,7 +213,7 @@ pub async fn serve(
     }
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
-    let ingest = Arc::new(pipeline::Ingest::new(store.clone(), bus.clone(), parts));
+    let ingest = Arc::new(submission::Ingest::new(store.clone(), bus.clone(), parts));
 
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let router = http::routes(ingest.clone(), auth.clone()).merge(health::routes(readiness));
@@ -247,7 +247,7 @@ pub async fn serve(
         shutdown.clone(),
         move |delivery| {
             let ingest = ingest.clone();
-            async move { intake::handle(&ingest, &delivery).await }
+            async move { intake_queue::handle(&ingest, &delivery).await }
         },
     )
     .await?;

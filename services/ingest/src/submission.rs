@@ -1,4 +1,4 @@
-//! The one path every input takes, whatever its channel: admission
+//! A submission: the one path every input takes, whatever its channel: admission
 //! (body limit → rate per source → in-flight bound), decoding and parsing on
 //! the blocking pool, then per failure: store the evidence row, triage its
 //! group when the row is new, publish `EvidenceRecorded` (and

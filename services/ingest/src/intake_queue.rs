@@ -1,4 +1,4 @@
-//! The JetStream intake: CI systems publish a `CiFailureReport` on
+//! The intake queue: CI systems publish a `CiFailureReport` on
 //! `<prefix>.intake.ci-failures` or JSON lines on `<prefix>.intake.logs`
 //! (optional headers: `Content-Encoding: gzip`, `Content-Type` as for
 //! `/v1/logs`, `X-TraceLab-Source`; the source is `jetstream` otherwise).
@@ -13,7 +13,7 @@
 
 use crate::auth::SOURCE_HEADER;
 use crate::body;
-use crate::pipeline::{Ingest, Input, Submission};
+use crate::submission::{Ingest, Input, Submission};
 use crate::rejection::Rejection;
 use tracelab_bus::Delivery;
 use tracelab_domain::{Error, Result};
@@ -39,7 +39,7 @@ fn header<'a>(delivery: &'a Delivery, name: &str) -> Option<&'a str> {
 async fn submit_when_admitted(
     ingest: &Ingest,
     submission: Submission,
-) -> std::result::Result<crate::pipeline::Summary, Rejection> {
+) -> std::result::Result<crate::submission::Summary, Rejection> {
     loop {
         match ingest.submit(submission.clone()).await {
             Err(Rejection::Refused(
