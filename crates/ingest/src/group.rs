@@ -124,13 +124,7 @@ impl Occurrence {
     /// A sighting described rather than parsed (tests, fixtures, imports of
     /// groups known elsewhere): no commit, branch or test until
     /// [`on`](Self::on) and [`in_test`](Self::in_test) add them.
-    pub fn new(
-        key: GroupKey,
-        at: i64,
-        kind: FailureKind,
-        language: Language,
-        title: &str,
-    ) -> Self {
+    pub fn new(key: GroupKey, at: i64, kind: FailureKind, language: Language, title: &str) -> Self {
         Occurrence {
             key,
             at,

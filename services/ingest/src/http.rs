@@ -6,8 +6,8 @@
 
 use crate::auth::{Auth, SOURCE_HEADER};
 use crate::body;
-use crate::submission::{Ingest, Input, Submission};
 use crate::rejection::Rejection;
+use crate::submission::{Ingest, Input, Submission};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::intake::Refusal;
+use tracelab_ingest::Refusal;
 use tracelab_service::Shutdown;
 
 #[derive(Clone)]

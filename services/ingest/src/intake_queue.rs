@@ -13,11 +13,10 @@
 
 use crate::auth::SOURCE_HEADER;
 use crate::body;
-use crate::submission::{Ingest, Input, Submission};
 use crate::rejection::Rejection;
+use crate::submission::{Ingest, Input, Submission};
 use tracelab_bus::Delivery;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::intake::Refusal;
 
 /// The subject tokens after `<prefix>.intake.`.
 pub const CI_FAILURES: &str = "ci-failures";
@@ -42,9 +41,7 @@ async fn submit_when_admitted(
 ) -> std::result::Result<crate::submission::Summary, Rejection> {
     loop {
         match ingest.submit(submission.clone()).await {
-            Err(Rejection::Refused(
-                Refusal::RateLimited { retry_after } | Refusal::Busy { retry_after },
-            )) => {
+            Err(Rejection::RateLimited { retry_after } | Rejection::Busy { retry_after }) => {
                 tracing::debug!(?retry_after, source = %submission.source, "intake waits for admission");
                 tokio::time::sleep(retry_after).await;
             }

@@ -1,6 +1,7 @@
 //! The ingest service: failure evidence in, redacted evidence rows, failure
-//! groups and events out. The parsing, redaction, grouping and admission
-//! logic is the `tracelab-ingest` library; this crate is the wiring.
+//! groups and events out. The parsing, redaction and grouping logic is the
+//! `tracelab-ingest` library; admission control ([`admission`]: a rate per
+//! source, a bound on work in flight) and the wiring are this crate.
 //!
 //! An input travels like this:
 //!
@@ -18,11 +19,13 @@
 //!     └─► the Permit is dropped: the admission bound covers queued and in-flight work
 //! ```
 //!
-//! Refusals ([`tracelab_ingest::intake::Refusal`]) are answered, never
-//! dropped silently: 413 / 400 / 429 + `Retry-After` over HTTP,
-//! RESOURCE_EXHAUSTED / INVALID_ARGUMENT over gRPC, nak (retry) or dead
-//! letter on the intake stream ([`rejection`]).
+//! Rejections ([`rejection::Rejection`]: the library's size and validity
+//! [`Refusal`](tracelab_ingest::Refusal)s, [`admission`]'s rate limit and
+//! in-flight bound) are answered, never dropped silently: 413 / 400 / 429 +
+//! `Retry-After` over HTTP, RESOURCE_EXHAUSTED / INVALID_ARGUMENT over gRPC,
+//! a wait, a nak (retry) or a dead letter on the intake queue.
 
+pub mod admission;
 pub mod auth;
 pub mod body;
 pub mod evidence;
@@ -32,6 +35,7 @@ pub mod intake_queue;
 pub mod rejection;
 pub mod submission;
 
+use admission::{Admission, AdmissionConfig, RateQuota, SourceLimiter};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +43,7 @@ use tokio::net::TcpListener;
 use tracelab_bus::ConsumerSpec;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
-use tracelab_ingest::intake::{Admission, AdmissionConfig, IntakeLimits, RateQuota, SourceLimiter};
+use tracelab_ingest::RequestLimits;
 use tracelab_ingest::{DEV_REDACTION_KEY, ParseOptions, Policy, Redactor};
 use tracelab_service::Shutdown;
 use tracelab_service::health;
@@ -112,7 +116,7 @@ impl Default for LimitSettings {
         let quota = RateQuota::default();
         let admission = AdmissionConfig::default();
         Self {
-            body_bytes: IntakeLimits::default().max_body_bytes,
+            body_bytes: RequestLimits::default().max_body_bytes,
             rate_per_second: quota.per_second,
             rate_burst: quota.burst,
             max_sources: 10_000,
@@ -135,9 +139,9 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<submission::Parts> {
     };
     let redactor = Redactor::new(&key).map_err(|e| anyhow::anyhow!("redaction_key: {e}"))?;
     let l = &settings.limits;
-    let limits = IntakeLimits {
+    let limits = RequestLimits {
         max_body_bytes: l.body_bytes,
-        ..IntakeLimits::default()
+        ..RequestLimits::default()
     };
     let limiter = SourceLimiter::new(
         RateQuota {
@@ -203,7 +207,11 @@ pub async fn serve(
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let http_addr = listeners.http.local_addr()?;
-    let grpc_addr = listeners.grpc.as_ref().map(TcpListener::local_addr).transpose()?;
+    let grpc_addr = listeners
+        .grpc
+        .as_ref()
+        .map(TcpListener::local_addr)
+        .transpose()?;
     let parts = intake_parts(&settings)?;
     let auth = auth::Auth::new(&settings.tokens)?;
     if auth.is_open() {
