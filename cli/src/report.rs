@@ -13,10 +13,10 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use tracelab_ingest::RequestLimits;
 use tracelab_ingest::ci::{
     self, CiContext, CiFailureReport, EnvFingerprint, LOCKFILES, LogTail, ReportFile,
 };
-use tracelab_ingest::intake::IntakeLimits;
 use tracelab_ingest::{Limits, read_bounded};
 
 #[derive(Debug, Args)]
@@ -31,7 +31,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// How much of the end of the log to send.
-    #[arg(long, value_name = "BYTES", default_value_t = IntakeLimits::default().max_log_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = RequestLimits::default().max_log_bytes)]
     pub log_bytes: usize,
     /// The checkout: globs, git and lockfiles are looked up here.
     #[arg(long, value_name = "PATH", default_value = ".")]
@@ -67,7 +67,7 @@ pub async fn run(
             "give --server URL (or TRACELAB_SERVER) to send the report, or --dry-run to print it"
         );
     }
-    let limits = IntakeLimits::default();
+    let limits = RequestLimits::default();
     let report = collect(&args, &limits).await?;
     let body = fit(report, &limits)?;
     match server {
@@ -100,7 +100,7 @@ pub async fn run(
     }
 }
 
-async fn collect(args: &ReportArgs, limits: &IntakeLimits) -> anyhow::Result<CiFailureReport> {
+async fn collect(args: &ReportArgs, limits: &RequestLimits) -> anyhow::Result<CiFailureReport> {
     let dir = &args.dir;
     anyhow::ensure!(dir.is_dir(), "--dir {} is not a directory", dir.display());
     let ctx = CiContext::from_env(|name| std::env::var(name).ok());
@@ -133,7 +133,7 @@ fn report_files(
     dir: &Path,
     junit: &[String],
     others: &[String],
-    limits: &IntakeLimits,
+    limits: &RequestLimits,
 ) -> anyhow::Result<Vec<ReportFile>> {
     let mut paths = std::collections::BTreeSet::new();
     for pattern in junit.iter().chain(others) {
@@ -272,7 +272,7 @@ async fn first_line(program: &str, args: &[&str], dir: &Path, stderr_too: bool) 
 }
 
 /// Toolchains that answer, lockfiles at the root, OS/arch, variable names.
-async fn fingerprint(dir: &Path, limits: &IntakeLimits) -> EnvFingerprint {
+async fn fingerprint(dir: &Path, limits: &RequestLimits) -> EnvFingerprint {
     let probes: [(&str, &str, &[&str]); 7] = [
         ("rustc", "rustc", &["--version"]),
         ("cargo", "cargo", &["--version"]),
@@ -312,7 +312,7 @@ async fn fingerprint(dir: &Path, limits: &IntakeLimits) -> EnvFingerprint {
 
 /// Serialises the report, dropping the largest report files while the body
 /// is over the server's limit (JSON escaping grows XML by its quotes).
-fn fit(mut report: CiFailureReport, limits: &IntakeLimits) -> anyhow::Result<Vec<u8>> {
+fn fit(mut report: CiFailureReport, limits: &RequestLimits) -> anyhow::Result<Vec<u8>> {
     loop {
         let body = serde_json::to_vec(&report)?;
         if body.len() <= limits.max_body_bytes {

@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
+use tracelab_testkit::FixtureRepo;
 
 const JUNIT: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="1" tests="2">
@@ -17,30 +18,11 @@ E       ZeroDivisionError: division by zero</failure></testcase>
 </testsuite></testsuites>
 "#;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 /// A checkout on branch `main` with a lockfile, a JUnit report and a long log.
-fn checkout() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("Cargo.lock"), "version = 4\n").unwrap();
-    git(root, &["add", "."]);
-    git(root, &["commit", "-q", "-m", "init"]);
-    let head = git(root, &["rev-parse", "HEAD"]);
+fn checkout() -> (FixtureRepo, String) {
+    let mut repo = FixtureRepo::new();
+    let head = repo.commit("init", &[("Cargo.lock", "version = 4\n")]);
+    let root = repo.path();
     std::fs::create_dir_all(root.join("target/reports/nested")).unwrap();
     std::fs::write(root.join("target/reports/nested/junit.xml"), JUNIT).unwrap();
     std::fs::write(root.join("target/reports/notes.txt"), "not xml").unwrap();
@@ -50,7 +32,7 @@ fn checkout() -> (tempfile::TempDir, String) {
     }
     log.push_str("FAILED tests/test_calc.py::test_div - ZeroDivisionError\n");
     std::fs::write(root.join("ci.log"), log).unwrap();
-    (dir, head)
+    (repo, head)
 }
 
 /// Runs `tracelab report` with a clean environment plus `env`.

@@ -54,7 +54,7 @@ start() { # name binary health-port settings...
 # Ports from the API port: +1 investigations gRPC, +2 ingest HTTP, +3 OTLP
 # logs gRPC, +4 arbiter health, +6 indexer health, +7 indexer gRPC, +10+i verifiers.
 start investigator tracelab-investigator "$API_PORT" --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
-start ingest tracelab-ingest $((API_PORT + 2)) --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
+start ingest tracelab-ingest-service $((API_PORT + 2)) --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
 # On one machine any local repository may be indexed; a deployment lists its roots.
 start indexer tracelab-indexer $((API_PORT + 6)) --set "grpc_listen=127.0.0.1:$((API_PORT + 7))" \
     --set "allow_any_repository=true"

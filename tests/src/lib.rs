@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tracelab_testkit::backends::{backend, unique_name};
+use tracelab_testkit::ports::free_port;
 
 /// Where the backends are.
 #[derive(Debug, Clone)]
@@ -73,15 +74,8 @@ pub struct Fleet {
     http: reqwest::Client,
 }
 
-/// A port nobody listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// This package's service binary `tracelab-<name>`. Cargo builds a package's
+/// This package's service binary `tracelab-<name>` (`ingest-service` for the
+/// ingest: `tracelab-ingest` is the evidence library). Cargo builds a package's
 /// binaries before its integration tests, next to their `deps/` folder.
 fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
@@ -145,7 +139,7 @@ impl Fleet {
         fleet.ingest = format!("http://127.0.0.1:{ingest}");
         fleet.spawn(
             "ingest",
-            "ingest",
+            "ingest-service",
             &[
                 format!("listen=127.0.0.1:{ingest}"),
                 format!("grpc_listen=127.0.0.1:{otlp}"),

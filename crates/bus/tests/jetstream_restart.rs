@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio::time::Instant;
 use tracelab_bus::{Bus, ConsumerSpec, JetStreamBus, Message, Topology};
+use tracelab_testkit::ports::free_port;
 
 struct NatsServer {
     child: Child,
@@ -73,14 +74,6 @@ async fn jetstream_answers(port: u16) -> bool {
         tokio::time::timeout(Duration::from_secs(1), read).await,
         Ok(Ok(_))
     ) && line.contains("\"jetstream\":true")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn id(i: usize) -> String {

@@ -16,29 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tracelab_code_index::{Indexer, Language, index_repository};
+use tracelab_testkit::FixtureRepo;
 
 const RUNS: usize = 3;
 /// Warm updates are short and the machine is shared: take the best of more.
 const WARM_RUNS: usize = 7;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn copy_tree(from: &Path, to: &Path, files: &mut Vec<PathBuf>, bytes: &mut u64) {
     for entry in std::fs::read_dir(from).unwrap() {
@@ -130,14 +112,12 @@ fn main() {
         std::process::exit(2);
     }
     let work = tempfile::tempdir().unwrap();
-    let repo_dir = work.path().join("repo");
-    std::fs::create_dir_all(&repo_dir).unwrap();
+    let mut fixture = FixtureRepo::new();
+    let repo_dir = fixture.path().to_path_buf();
     let (mut files, mut bytes) = (Vec::new(), 0u64);
     copy_tree(&src, &repo_dir, &mut files, &mut bytes);
     files.sort();
-    git(&repo_dir, &["init", "-q", "-b", "main"]);
-    git(&repo_dir, &["add", "-A"]);
-    git(&repo_dir, &["commit", "-q", "-m", "import"]);
+    fixture.commit("import", &[]);
     let repo = git2::Repository::open(&repo_dir).unwrap();
     let tags = work.path().join("tags");
     let threads = rayon::current_num_threads();
@@ -198,7 +178,7 @@ fn main() {
         };
         text.push_str(&addition);
         std::fs::write(target, text).unwrap();
-        git(&repo_dir, &["commit", "-q", "-am", &format!("change {i}")]);
+        fixture.commit(&format!("change {i}"), &[]);
         let t = Instant::now();
         let (snap, s) = warm_indexer.index(&repo, None).unwrap();
         warm_best = warm_best.min(t.elapsed());

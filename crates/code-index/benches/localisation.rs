@@ -22,11 +22,10 @@ mod rust;
 
 use regex::Regex;
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 use tracelab_code_index::history::commit_changes;
 use tracelab_code_index::{Indexer, LocateOptions, Locator};
+use tracelab_testkit::FixtureRepo;
 
 pub struct Project {
     pub name: &'static str,
@@ -47,35 +46,13 @@ pub struct Case {
     pub evidence: &'static str,
 }
 
-fn git(dir: &Path, args: &[&str], when: i64) {
-    let date = format!("{when} +0000");
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn stem(path: &str) -> &str {
     let file = path.rsplit('/').next().unwrap_or(path);
     file.split('.').next().unwrap_or(file)
 }
 
 struct Built {
-    _dir: tempfile::TempDir,
+    _fixture: FixtureRepo,
     repo: git2::Repository,
     /// The imported project: the last revision where the tests passed.
     good_commit: String,
@@ -84,56 +61,27 @@ struct Built {
 }
 
 fn build(case: &Case) -> Built {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let mut t = 1_750_000_000;
-    git(root, &["init", "-q", "-b", "main"], t);
-    let write = |p: &str, c: &str| {
-        let f = root.join(p);
-        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-        std::fs::write(f, c).unwrap();
-    };
+    // Three days between commits, as a project's history would have them.
+    let mut fixture = FixtureRepo::with_clock(1_750_000_000, 3 * 86_400);
+    let root = fixture.path().to_path_buf();
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
     for (p, c) in case.project.files {
-        write(p, c);
+        fixture.write(p, c);
     }
-    let mut commit = |msg: &str| {
-        t += 3 * 86_400;
-        git(root, &["add", "-A"], t);
-        git(root, &["commit", "-q", "-m", msg], t);
-    };
-    commit("Initial import");
-    let head = |root: &Path| {
-        git2::Repository::open(root)
-            .unwrap()
-            .head()
-            .unwrap()
-            .peel_to_commit()
-            .unwrap()
-            .id()
-            .to_string()
-    };
-    let good_commit = head(root);
+    let good_commit = fixture.commit("Initial import", &[]);
     let (np, nt) = case.project.noise_before;
-    write(np, &(read(np) + nt));
-    commit(&format!("Add helper to {}", stem(np)));
+    fixture.write(np, &(read(np) + nt));
+    fixture.commit(&format!("Add helper to {}", stem(np)), &[]);
     for (p, from, to) in case.bug {
         let text = read(p);
         assert!(text.contains(from), "{}: {from:?} not in {p}", case.name);
-        write(p, &text.replacen(from, to, 1));
+        fixture.write(p, &text.replacen(from, to, 1));
     }
-    commit(&format!("Clean up {}", stem(case.bug[0].0)));
-    let repo = git2::Repository::open(root).unwrap();
-    let bug_commit = repo
-        .head()
-        .unwrap()
-        .peel_to_commit()
-        .unwrap()
-        .id()
-        .to_string();
+    let bug_commit = fixture.commit(&format!("Clean up {}", stem(case.bug[0].0)), &[]);
     let (np, nt) = case.project.noise_after;
-    write(np, &(read(np) + nt));
-    commit(&format!("Add helper to {}", stem(np)));
+    fixture.write(np, &(read(np) + nt));
+    fixture.commit(&format!("Add helper to {}", stem(np)), &[]);
+    let repo = git2::Repository::open(&root).unwrap();
 
     let placeholder = Regex::new(r"\{L:([^#}]+)#([^}]+)\}").unwrap();
     let evidence = placeholder
@@ -147,7 +95,7 @@ fn build(case: &Case) -> Built {
         })
         .into_owned();
     Built {
-        _dir: dir,
+        _fixture: fixture,
         repo,
         good_commit,
         bug_commit,

@@ -10,7 +10,7 @@
 //! stores [`parse_ci_report`]'s failures (redacted) and the metadata after
 //! [`CiFailureReport::redact_metadata`].
 
-use crate::intake::{IntakeLimits, Refusal};
+use crate::request::{Refusal, RequestLimits};
 use crate::{
     DetectedFormat, Diagnostic, Failure, GroupKey, Occurrence, ParseOptions, Redactor, parse,
 };
@@ -380,8 +380,8 @@ impl CiFailureReport {
 
     /// Checks the report against `limits` (the service, after decoding; the
     /// CLI trims to the same defaults, so a default report always passes).
-    pub fn check(&self, limits: &IntakeLimits) -> Result<(), Refusal> {
-        use crate::intake::limits_check as check;
+    pub fn check(&self, limits: &RequestLimits) -> Result<(), Refusal> {
+        use crate::request::check_size as check;
         if self.schema != CI_REPORT_SCHEMA {
             return Err(Refusal::Invalid(format!(
                 "schema {} is not supported (this server reads {CI_REPORT_SCHEMA})",
@@ -730,7 +730,7 @@ tests/test_calc.py:5: AssertionError</failure></testcase></testsuite>"#;
     #[test]
     fn a_report_parses_into_occurrences() {
         let report = sample();
-        assert_eq!(report.check(&IntakeLimits::default()), Ok(()));
+        assert_eq!(report.check(&RequestLimits::default()), Ok(()));
         let out = parse_ci_report(&report, &ParseOptions::default());
         assert_eq!(out.formats["reports/junit.xml"], DetectedFormat::JunitXml);
         assert!(!out.failures.is_empty(), "{out:?}");
@@ -746,14 +746,16 @@ tests/test_calc.py:5: AssertionError</failure></testcase></testsuite>"#;
     #[test]
     fn limits_are_checked() {
         let mut r = sample();
-        let small = IntakeLimits {
+        let small = RequestLimits {
             max_file_bytes: 10,
-            ..IntakeLimits::default()
+            ..RequestLimits::default()
         };
         assert_eq!(r.check(&small).unwrap_err().http_status(), 413);
         r.schema = 99;
         assert_eq!(
-            r.check(&IntakeLimits::default()).unwrap_err().http_status(),
+            r.check(&RequestLimits::default())
+                .unwrap_err()
+                .http_status(),
             400
         );
         // Hostile nesting: skipped without recursion in unknown fields,

@@ -120,6 +120,35 @@ impl Occurrence {
             test_id: f.test_id.clone(),
         }
     }
+
+    /// A sighting described rather than parsed (tests, fixtures, imports of
+    /// groups known elsewhere): no commit, branch or test until
+    /// [`on`](Self::on) and [`in_test`](Self::in_test) add them.
+    pub fn new(key: GroupKey, at: i64, kind: FailureKind, language: Language, title: &str) -> Self {
+        Occurrence {
+            key,
+            at,
+            commit: None,
+            branch: None,
+            title: crate::input::truncate_str(title, 200).to_owned(),
+            kind,
+            language,
+            test_id: None,
+        }
+    }
+
+    /// Where it happened, as [`Occurrence::from_failure`] takes it.
+    pub fn on(mut self, commit: Option<&str>, branch: Option<&str>) -> Self {
+        self.commit = commit.map(str::to_owned);
+        self.branch = branch.map(str::to_owned);
+        self
+    }
+
+    /// The test that failed.
+    pub fn in_test(mut self, test_id: &str) -> Self {
+        self.test_id = Some(test_id.to_owned());
+        self
+    }
 }
 
 /// Whether the group's failure is considered fixed.

@@ -2,8 +2,7 @@
 //! CI logs, stack traces, production log lines) into normalised, redacted,
 //! signed [`Failure`]s, groups them, and decides when a group deserves an
 //! investigation. Pure library: no IO besides the optional [`read_bounded`]
-//! helper, no clocks (except the injectable one in [`intake::SourceLimiter`]),
-//! no global state beyond compiled regexes.
+//! helper, no clocks, no global state beyond compiled regexes.
 //!
 //! # How an input travels through the crate
 //!
@@ -37,10 +36,9 @@
 //! Services: an HTTP/JetStream intake calls [`parse`] on the request body
 //! (after [`read_bounded`] on the stream); an OTLP logs intake calls
 //! [`parse_otlp_logs`] (protobuf or OTLP/JSON); `POST /v1/ci-failures`
-//! decodes a [`CiFailureReport`] and calls [`parse_ci_report`]. Before any of
-//! them, [`intake`] decides admission (size limits, a rate limit per source,
-//! a bounded queue) and answers "retry later" instead of dropping data — its
-//! rate limiter is the one part of the crate that reads a (monotonic) clock.
+//! decodes a [`CiFailureReport`] and calls [`parse_ci_report`]. A request
+//! over its [`RequestLimits`] is a [`Refusal`]; admission (a rate limit per
+//! source, a bounded queue) is the service's.
 //!
 //! Redaction: [`ParseOptions::redaction_key`] defaults to
 //! [`DEV_REDACTION_KEY`], a fixed, public development key. Pseudonyms made
@@ -52,13 +50,13 @@ mod detect;
 mod error;
 mod group;
 mod input;
-pub mod intake;
 mod model;
 mod normalize;
 pub mod otlp;
 mod parsers;
 mod prefix;
 mod redact;
+pub mod request;
 pub mod rerun;
 mod signature;
 
@@ -79,6 +77,7 @@ pub use normalize::{Normalizer, normalize_function, signature_path};
 pub use otlp::{OtlpEncoding, parse_otlp_logs};
 pub use parsers::logs::{LogRecord, failure_from_record};
 pub use redact::{Finding, RedactionConfig, Redactor, SecretKind, is_sensitive_key, redact_text};
+pub use request::{Refusal, RequestLimits};
 pub use rerun::rerun_command;
 pub use signature::{error_signature, location_signature, normalize_message, stack_signature};
 

@@ -8,7 +8,7 @@
 //! exception with frames.
 //!
 //! Decoding is all-or-nothing (a damaged protobuf message has no trustworthy
-//! part); the body size is the caller's limit (`intake::IntakeLimits`),
+//! part); the body size is the caller's limit ([`crate::RequestLimits`]),
 //! nesting is bounded by prost's and serde_json's recursion limits (100 and
 //! 128 levels), records beyond `max_records` are counted, not kept.
 

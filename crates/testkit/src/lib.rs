@@ -6,6 +6,7 @@
 //! merges, long linear histories with slow tests.
 
 pub mod backends;
+pub mod ports;
 pub mod scenarios;
 pub mod secrets;
 
@@ -16,17 +17,35 @@ use std::process::Command;
 #[derive(Debug)]
 pub struct FixtureRepo {
     dir: tempfile::TempDir,
-    tick: u64,
+    /// Unix time of the first commit's clock, before its step.
+    start: i64,
+    /// Seconds the clock moves per commit or merge.
+    step: i64,
+    /// Seconds since `start`.
+    tick: i64,
 }
 
 impl FixtureRepo {
-    /// An empty repository on branch `main` with a fixed identity.
+    /// An empty repository on branch `main` with a fixed identity; commits
+    /// are a minute apart from 2026-01-01.
     pub fn new() -> Self {
+        Self::with_clock(1_767_225_600, 60)
+    }
+
+    /// [`FixtureRepo::new`] whose commits are dated `start + step`,
+    /// `start + 2 * step`, … (Unix seconds): for tests and benchmarks where
+    /// commit times matter (history windows, recency, days between commits).
+    pub fn with_clock(start: i64, step: i64) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("tracelab-fixture-")
             .tempdir()
             .expect("temp dir");
-        let repo = Self { dir, tick: 0 };
+        let repo = Self {
+            dir,
+            start,
+            step,
+            tick: 0,
+        };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.git(&["config", "user.name", "Fixture Author"]);
         repo.git(&["config", "user.email", "author@example.com"]);
@@ -43,20 +62,20 @@ impl FixtureRepo {
         self.dir.keep()
     }
 
+    /// The clock's current date in git's raw format.
+    fn date(&self) -> String {
+        format!("{} +0000", self.start + self.tick)
+    }
+
     /// Runs git in the repository and returns trimmed stdout; panics on failure (fixtures only).
     pub fn git(&self, args: &[&str]) -> String {
+        let date = self.date();
         let out = Command::new("git")
             .arg("-C")
             .arg(self.path())
             .args(args)
-            .env(
-                "GIT_AUTHOR_DATE",
-                format!("2026-01-01T00:00:00Z +{}s", self.tick),
-            )
-            .env(
-                "GIT_COMMITTER_DATE",
-                format!("2026-01-01T00:00:00Z +{}s", self.tick),
-            )
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
             .output()
             .expect("git runs");
         assert!(
@@ -67,14 +86,19 @@ impl FixtureRepo {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// Writes one file (creating directories) without committing it.
+    pub fn write(&self, path: &str, content: &str) {
+        let full = self.path().join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(full, content).expect("write fixture file");
+    }
+
     /// Writes files (creating directories), stages everything, commits, returns the sha.
     pub fn commit(&mut self, message: &str, files: &[(&str, &str)]) -> String {
         for (path, content) in files {
-            let full = self.path().join(path);
-            if let Some(parent) = full.parent() {
-                std::fs::create_dir_all(parent).expect("mkdir");
-            }
-            std::fs::write(full, content).expect("write fixture file");
+            self.write(path, content);
         }
         self.commit_staged(message)
     }
@@ -88,9 +112,9 @@ impl FixtureRepo {
     }
 
     fn commit_staged(&mut self, message: &str) -> String {
-        self.tick += 60;
+        self.tick += self.step;
         self.git(&["add", "-A"]);
-        let date = format!("{} +0000", 1_767_225_600 + self.tick);
+        let date = self.date();
         let out = Command::new("git")
             .arg("-C")
             .arg(self.path())
@@ -121,8 +145,8 @@ impl FixtureRepo {
 
     /// Merges `branch` into the current branch with a merge commit; returns its sha.
     pub fn merge(&mut self, branch: &str, message: &str) -> String {
-        self.tick += 60;
-        let date = format!("{} +0000", 1_767_225_600 + self.tick);
+        self.tick += self.step;
+        let date = self.date();
         let out = Command::new("git")
             .arg("-C")
             .arg(self.path())

@@ -21,6 +21,7 @@ pub mod work;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
+use tokio::net::TcpListener;
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_service::health::{self, Readiness};
 use tracelab_service::tokens::{NamedToken, TokenTable};
@@ -64,8 +65,40 @@ impl Default for Settings {
     }
 }
 
-/// Serves health and the Retrieval API until `shutdown`.
+/// The sockets the service answers on: bound from the settings by [`run`],
+/// or on port 0 by a test, which then reads their addresses.
+#[derive(Debug)]
+pub struct Listeners {
+    /// `/healthz` and `/readyz` (`listen`).
+    pub health: TcpListener,
+    /// The Retrieval API (`grpc_listen`).
+    pub grpc: TcpListener,
+}
+
+impl Listeners {
+    /// Binds `listen` and `grpc_listen`.
+    pub async fn bind(settings: &Settings) -> anyhow::Result<Self> {
+        Ok(Self {
+            health: http::bind(&settings.listen).await?,
+            grpc: http::bind(&settings.grpc_listen).await?,
+        })
+    }
+}
+
+/// Binds the configured addresses, then [`serve`]s until `shutdown`.
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let listeners = Listeners::bind(&settings).await?;
+    serve(settings, listeners, shutdown).await
+}
+
+/// Serves health and the Retrieval API on `listeners` until `shutdown`.
+pub async fn serve(
+    settings: Settings,
+    listeners: Listeners,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let health_addr = listeners.health.local_addr()?;
+    let grpc_addr = listeners.grpc.local_addr()?;
     let roots = Arc::new(roots::Roots::new(
         &settings.repository_roots,
         settings.allow_any_repository,
@@ -75,8 +108,6 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     } else if roots.is_closed() {
         tracing::warn!("no repository_roots configured: every repository request is refused");
     }
-    let http_listener = http::bind(&settings.listen).await?;
-    let grpc_listener = http::bind(&settings.grpc_listen).await?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let readiness = Readiness::new(shutdown.clone()).check("postgres", {
         let store = store.clone();
@@ -95,7 +126,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         investigations: store.clone(),
     };
     let http_server = tokio::spawn(http::serve(
-        http_listener,
+        listeners.health,
         health::routes(readiness),
         shutdown.clone(),
     ));
@@ -104,12 +135,12 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         tracing::warn!("no indexer tokens configured: any caller may read the indexed code");
     }
     let grpc_server = tokio::spawn(grpc::serve(
-        grpc_listener,
+        listeners.grpc,
         service,
         tokens,
         shutdown.clone(),
     ));
-    tracing::info!(health = %settings.listen, grpc = %settings.grpc_listen, "indexer ready");
+    tracing::info!(health = %health_addr, grpc = %grpc_addr, "indexer ready");
     http_server.await??;
     grpc_server.await??;
     Ok(())

@@ -411,16 +411,15 @@ async fn concurrent_requests_on_one_repository_share_one_sound_cache() {
 }
 
 fn occurrence(key: &str, at: i64, commit: &str) -> Occurrence {
-    Occurrence {
-        key: GroupKey(key.into()),
+    Occurrence::new(
+        GroupKey(key.into()),
         at,
-        commit: Some(commit.into()),
-        branch: Some("main".into()),
-        title: "ZeroDivisionError: division by zero".into(),
-        kind: FailureKind::TestFailure,
-        language: Language::Python,
-        test_id: Some("tests/test_cart.py::test_checkout_half".into()),
-    }
+        FailureKind::TestFailure,
+        Language::Python,
+        "ZeroDivisionError: division by zero",
+    )
+    .on(Some(commit), Some("main"))
+    .in_test("tests/test_cart.py::test_checkout_half")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ use crate::rejection::Rejection;
 use bytes::Bytes;
 use std::io::Read;
 use tracelab_ingest::OtlpEncoding;
-use tracelab_ingest::intake::Refusal;
+use tracelab_ingest::Refusal;
 
 /// How a `/v1/logs` body is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! An id is a digest of (kind, source, content digest, failure index): the
 //! same request retried by a client, or an intake message redelivered, gives
 //! the same ids, so `INSERT … ON CONFLICT DO NOTHING` stores it once and the
-//! pipeline counts it in its group once.
+//! submission counts it in its group once.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -7,8 +7,8 @@
 
 use crate::auth::{Auth, SOURCE_HEADER};
 use crate::evidence;
-use crate::pipeline::Ingest;
 use crate::rejection::Rejection;
+use crate::submission::Ingest;
 use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
     LogsService, LogsServiceServer,
 };

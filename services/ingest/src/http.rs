@@ -1,13 +1,13 @@
 //! The HTTP intake: `POST /v1/ci-failures` and `POST /v1/logs` (content types
 //! in [`crate::body`]). Each request: source (token or header or peer) →
 //! body read with the limit (413 past it, checked again after gzip) →
-//! [`Ingest::submit`] → 202 with the [`crate::pipeline::Summary`], or the
+//! [`Ingest::submit`] → 202 with the [`crate::submission::Summary`], or the
 //! [`Rejection`]'s answer.
 
 use crate::auth::{Auth, SOURCE_HEADER};
 use crate::body;
-use crate::pipeline::{Ingest, Input, Submission};
 use crate::rejection::Rejection;
+use crate::submission::{Ingest, Input, Submission};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::intake::Refusal;
+use tracelab_ingest::Refusal;
 use tracelab_service::Shutdown;
 
 #[derive(Clone)]

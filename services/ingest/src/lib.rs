@@ -1,16 +1,17 @@
 //! The ingest service: failure evidence in, redacted evidence rows, failure
-//! groups and events out. The parsing, redaction, grouping and admission
-//! logic is the `tracelab-ingest` library; this crate is the wiring.
+//! groups and events out. The parsing, redaction and grouping logic is the
+//! `tracelab-ingest` library; admission control ([`admission`]: a rate per
+//! source, a bound on work in flight) and the wiring are this crate.
 //!
 //! An input travels like this:
 //!
 //! ```text
 //! POST /v1/ci-failures, POST /v1/logs   (http: body limit, gzip, source, content type)
 //! OTLP LogsService/Export               (grpc)
-//! <prefix>.intake.{ci-failures,logs}    (intake: the JetStream work queue)
-//!     └─► pipeline::Ingest::submit: limits → rate per source → admission (Permit)
+//! <prefix>.intake.{ci-failures,logs}    (intake_queue: the JetStream work queue)
+//!     └─► submission::Ingest::submit: limits → rate per source → admission (Permit)
 //!           → decode + parse (blocking pool) → Batch
-//!     └─► pipeline::Ingest::record, per failure:
+//!     └─► submission::Ingest::record, per failure:
 //!           INSERT evidence … ON CONFLICT DO NOTHING  (id = digest of source, content, index)
 //!           → triage (PgGroupStore + Policy) only when the row is new
 //!           → EvidenceRecorded on <prefix>.evidence.<kind>
@@ -18,27 +19,31 @@
 //!     └─► the Permit is dropped: the admission bound covers queued and in-flight work
 //! ```
 //!
-//! Refusals ([`tracelab_ingest::intake::Refusal`]) are answered, never
-//! dropped silently: 413 / 400 / 429 + `Retry-After` over HTTP,
-//! RESOURCE_EXHAUSTED / INVALID_ARGUMENT over gRPC, nak (retry) or dead
-//! letter on the intake stream ([`rejection`]).
+//! Rejections ([`rejection::Rejection`]: the library's size and validity
+//! [`Refusal`](tracelab_ingest::Refusal)s, [`admission`]'s rate limit and
+//! in-flight bound) are answered, never dropped silently: 413 / 400 / 429 +
+//! `Retry-After` over HTTP, RESOURCE_EXHAUSTED / INVALID_ARGUMENT over gRPC,
+//! a wait, a nak (retry) or a dead letter on the intake queue.
 
+pub mod admission;
 pub mod auth;
 pub mod body;
 pub mod evidence;
 pub mod grpc;
 pub mod http;
-pub mod intake;
-pub mod pipeline;
+pub mod intake_queue;
 pub mod rejection;
+pub mod submission;
 
+use admission::{Admission, AdmissionConfig, RateQuota, SourceLimiter};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpListener;
 use tracelab_bus::ConsumerSpec;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
-use tracelab_ingest::intake::{Admission, AdmissionConfig, IntakeLimits, RateQuota, SourceLimiter};
+use tracelab_ingest::RequestLimits;
 use tracelab_ingest::{DEV_REDACTION_KEY, ParseOptions, Policy, Redactor};
 use tracelab_service::Shutdown;
 use tracelab_service::health;
@@ -111,7 +116,7 @@ impl Default for LimitSettings {
         let quota = RateQuota::default();
         let admission = AdmissionConfig::default();
         Self {
-            body_bytes: IntakeLimits::default().max_body_bytes,
+            body_bytes: RequestLimits::default().max_body_bytes,
             rate_per_second: quota.per_second,
             rate_burst: quota.burst,
             max_sources: 10_000,
@@ -123,7 +128,7 @@ impl Default for LimitSettings {
 }
 
 /// The parse options, limiter and admission the settings describe.
-fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
+fn intake_parts(settings: &Settings) -> anyhow::Result<submission::Parts> {
     let key = if settings.redaction_key.is_empty() {
         tracing::warn!(
             "redaction_key is not set: using the public development key; pseudonyms can be confirmed by anyone who guesses a value"
@@ -134,9 +139,9 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
     };
     let redactor = Redactor::new(&key).map_err(|e| anyhow::anyhow!("redaction_key: {e}"))?;
     let l = &settings.limits;
-    let limits = IntakeLimits {
+    let limits = RequestLimits {
         max_body_bytes: l.body_bytes,
-        ..IntakeLimits::default()
+        ..RequestLimits::default()
     };
     let limiter = SourceLimiter::new(
         RateQuota {
@@ -155,7 +160,7 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
         redaction_key: key,
         ..ParseOptions::default()
     };
-    Ok(pipeline::Parts {
+    Ok(submission::Parts {
         options,
         redactor,
         limits,
@@ -165,14 +170,48 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<pipeline::Parts> {
     })
 }
 
-/// Runs the HTTP and gRPC receivers and the intake consumer until `shutdown`.
+/// The sockets the service answers on: bound from the settings by [`run`],
+/// or on port 0 by a test, which then reads their addresses.
+#[derive(Debug)]
+pub struct Listeners {
+    /// HTTP intake, `/healthz`, `/readyz` (`listen`).
+    pub http: TcpListener,
+    /// The OTLP logs gRPC receiver (`grpc_listen`); `None` = off.
+    pub grpc: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds `listen` and, unless it is empty, `grpc_listen`.
+    pub async fn bind(settings: &Settings) -> anyhow::Result<Self> {
+        let http = tracelab_service::http::bind(&settings.listen).await?;
+        let grpc = if settings.grpc_listen.is_empty() {
+            None
+        } else {
+            Some(tracelab_service::http::bind(&settings.grpc_listen).await?)
+        };
+        Ok(Self { http, grpc })
+    }
+}
+
+/// Binds the configured addresses, then [`serve`]s until `shutdown`.
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
-    let http_listener = tracelab_service::http::bind(&settings.listen).await?;
-    let grpc_listener = if settings.grpc_listen.is_empty() {
-        None
-    } else {
-        Some(tracelab_service::http::bind(&settings.grpc_listen).await?)
-    };
+    let listeners = Listeners::bind(&settings).await?;
+    serve(settings, listeners, shutdown).await
+}
+
+/// Runs the HTTP and gRPC receivers on `listeners` and the intake consumer
+/// until `shutdown`.
+pub async fn serve(
+    settings: Settings,
+    listeners: Listeners,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let http_addr = listeners.http.local_addr()?;
+    let grpc_addr = listeners
+        .grpc
+        .as_ref()
+        .map(TcpListener::local_addr)
+        .transpose()?;
     let parts = intake_parts(&settings)?;
     let auth = auth::Auth::new(&settings.tokens)?;
     if auth.is_open() {
@@ -182,12 +221,12 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     }
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
-    let ingest = Arc::new(pipeline::Ingest::new(store.clone(), bus.clone(), parts));
+    let ingest = Arc::new(submission::Ingest::new(store.clone(), bus.clone(), parts));
 
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let router = http::routes(ingest.clone(), auth.clone()).merge(health::routes(readiness));
-    let http_server = tokio::spawn(http::serve(http_listener, router, shutdown.clone()));
-    let grpc_server = grpc_listener.map(|l| {
+    let http_server = tokio::spawn(http::serve(listeners.http, router, shutdown.clone()));
+    let grpc_server = listeners.grpc.map(|l| {
         tokio::spawn(grpc::serve(
             l,
             ingest.clone(),
@@ -207,7 +246,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         name: "ingest".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),
     };
-    tracing::info!(http = %settings.listen, grpc = %settings.grpc_listen, "ingest ready");
+    tracing::info!(http = %http_addr, grpc = ?grpc_addr, "ingest ready");
     worker::run_pool(
         settings.intake_concurrency,
         bus.clone(),
@@ -216,7 +255,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         shutdown.clone(),
         move |delivery| {
             let ingest = ingest.clone();
-            async move { intake::handle(&ingest, &delivery).await }
+            async move { intake_queue::handle(&ingest, &delivery).await }
         },
     )
     .await?;

@@ -7,13 +7,18 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+use std::time::Duration;
 use tracelab_domain::Error;
-use tracelab_ingest::intake::Refusal;
+use tracelab_ingest::Refusal;
 
 #[derive(Debug)]
 pub enum Rejection {
-    /// Admission said no (size, rate, busy, invalid input).
+    /// Over a size limit or malformed: sending it again cannot succeed.
     Refused(Refusal),
+    /// The source sent more than its quota; retry after the wait (HTTP 429).
+    RateLimited { retry_after: Duration },
+    /// The intake is full; retry after the wait (HTTP 429; the intake queue waits this long).
+    Busy { retry_after: Duration },
     /// No or unknown bearer token.
     Unauthenticated(String),
     /// A content type or encoding the endpoint does not read.
@@ -43,6 +48,12 @@ impl std::fmt::Display for Rejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Rejection::Refused(r) => r.fmt(f),
+            Rejection::RateLimited { retry_after } => {
+                write!(f, "rate limit reached; retry in {retry_after:?}")
+            }
+            Rejection::Busy { retry_after } => {
+                write!(f, "intake is busy; retry in {retry_after:?}")
+            }
             Rejection::Unauthenticated(m) | Rejection::Unsupported(m) => f.write_str(m),
             Rejection::Failed(e) => e.fmt(f),
         }
@@ -54,8 +65,8 @@ impl Rejection {
     fn kind(&self) -> &'static str {
         match self {
             Rejection::Refused(Refusal::TooLarge { .. }) => "too_large",
-            Rejection::Refused(Refusal::RateLimited { .. }) => "rate_limited",
-            Rejection::Refused(Refusal::Busy { .. }) => "busy",
+            Rejection::RateLimited { .. } => "rate_limited",
+            Rejection::Busy { .. } => "busy",
             Rejection::Refused(Refusal::Invalid(_)) => "invalid_argument",
             Rejection::Unauthenticated(_) => "unauthenticated",
             Rejection::Unsupported(_) => "unsupported_media_type",
@@ -68,6 +79,7 @@ impl Rejection {
             Rejection::Refused(r) => {
                 StatusCode::from_u16(r.http_status()).unwrap_or(StatusCode::BAD_REQUEST)
             }
+            Rejection::RateLimited { .. } | Rejection::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
             Rejection::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             Rejection::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Rejection::Failed(e) => StatusCode::from_u16(e.kind.http_status())
@@ -75,9 +87,13 @@ impl Rejection {
         }
     }
 
+    /// The `Retry-After` header value: whole seconds, rounded up, at least 1.
     fn retry_after(&self) -> Option<String> {
         match self {
-            Rejection::Refused(r) => r.retry_after_header(),
+            Rejection::RateLimited { retry_after } | Rejection::Busy { retry_after } => {
+                let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                Some(secs.max(1).to_string())
+            }
             Rejection::Failed(e) if e.kind.is_transient() => Some("1".into()),
             _ => None,
         }
@@ -87,7 +103,9 @@ impl Rejection {
         let m = self.to_string();
         match self {
             Rejection::Refused(Refusal::Invalid(_)) => tonic::Status::invalid_argument(m),
-            Rejection::Refused(_) => tonic::Status::resource_exhausted(m),
+            Rejection::Refused(Refusal::TooLarge { .. })
+            | Rejection::RateLimited { .. }
+            | Rejection::Busy { .. } => tonic::Status::resource_exhausted(m),
             Rejection::Unauthenticated(_) => tonic::Status::unauthenticated(m),
             Rejection::Unsupported(_) => tonic::Status::invalid_argument(m),
             Rejection::Failed(e) => tracelab_service::grpc::status_of(e.kind, m),
@@ -99,7 +117,7 @@ impl Rejection {
     /// (dead letter with this reason); backend failures keep their kind.
     pub fn into_error(self) -> Error {
         match self {
-            Rejection::Refused(r @ (Refusal::Busy { .. } | Refusal::RateLimited { .. })) => {
+            r @ (Rejection::Busy { .. } | Rejection::RateLimited { .. }) => {
                 Error::unavailable(r.to_string())
             }
             Rejection::Failed(e) => e,
@@ -128,18 +146,29 @@ impl IntoResponse for Rejection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use tracelab_domain::ErrorKind;
 
     #[test]
     fn each_refusal_has_its_answer_on_every_channel() {
-        let limited = Rejection::from(Refusal::RateLimited {
+        let limited = Rejection::RateLimited {
             retry_after: Duration::from_millis(1500),
-        });
+        };
         assert_eq!(limited.http_status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(limited.retry_after().as_deref(), Some("2"));
         assert_eq!(limited.grpc_status().code(), tonic::Code::ResourceExhausted);
         assert_eq!(limited.into_error().kind, ErrorKind::Unavailable);
+
+        let busy = Rejection::Busy {
+            retry_after: Duration::from_millis(10),
+        };
+        assert_eq!(busy.http_status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            busy.retry_after().as_deref(),
+            Some("1"),
+            "at least a second"
+        );
+        assert_eq!(busy.grpc_status().code(), tonic::Code::ResourceExhausted);
+        assert_eq!(busy.into_error().kind, ErrorKind::Unavailable);
 
         let invalid = Rejection::from(Refusal::Invalid("bad".into()));
         assert_eq!(invalid.http_status(), StatusCode::BAD_REQUEST);

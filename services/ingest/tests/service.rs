@@ -1,8 +1,8 @@
 //! The ingest service in-process against real NATS JetStream and PostgreSQL
 //! (`TRACELAB_TEST_NATS`, `TRACELAB_TEST_POSTGRES`): each test runs
-//! `run(settings, shutdown)` with its own subject prefix, schema and ports,
-//! talks HTTP, gRPC or JetStream to it, and checks the evidence table, the
-//! failure groups and the events.
+//! `serve(settings, listeners, shutdown)` with its own subject prefix, schema
+//! and port-0 listeners, talks HTTP, gRPC or JetStream to it, and checks the
+//! evidence table, the failure groups and the events.
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
@@ -15,7 +15,7 @@ use sqlx::{PgPool, Row};
 use std::io::Write;
 use std::time::Duration;
 use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message, Topology};
-use tracelab_ingest_service::{Settings, auth::TokenSetting, run};
+use tracelab_ingest_service::{Listeners, Settings, auth::TokenSetting, serve};
 use tracelab_proto::events::v1::EvidenceRecorded;
 use tracelab_service::Shutdown;
 use tracelab_store::{PgOptions, PgStore};
@@ -34,13 +34,6 @@ struct Service {
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 impl Service {
     /// Starts the service with `configure` applied; `None` when the backends are not set.
     async fn start(configure: impl FnOnce(&mut Settings)) -> Option<Self> {
@@ -54,14 +47,20 @@ impl Service {
         settings.fleet.postgres_schema = name.clone();
         settings.fleet.subject_prefix = name.clone();
         settings.fleet.drain_seconds = 2;
-        settings.listen = format!("127.0.0.1:{}", free_port());
-        settings.grpc_listen = format!("127.0.0.1:{}", free_port());
         settings.redaction_key = "a-test-secret-redaction-key".into();
         configure(&mut settings);
-        let http = format!("http://{}", settings.listen);
-        let grpc = format!("http://{}", settings.grpc_listen);
+        let loopback = || tokio::net::TcpListener::bind("127.0.0.1:0");
+        let listeners = Listeners {
+            http: loopback().await.expect("a loopback listener"),
+            grpc: Some(loopback().await.expect("a loopback listener")),
+        };
+        let http = format!("http://{}", listeners.http.local_addr().unwrap());
+        let grpc = format!(
+            "http://{}",
+            listeners.grpc.as_ref().unwrap().local_addr().unwrap()
+        );
         let shutdown = Shutdown::new();
-        let task = tokio::spawn(run(settings, shutdown.clone()));
+        let task = tokio::spawn(serve(settings, listeners, shutdown.clone()));
         let client = reqwest::Client::new();
         let mut ready = false;
         // Up to 60 s: a fresh schema's migrations and streams, beside

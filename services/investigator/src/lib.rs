@@ -4,14 +4,14 @@
 //! - [`api`]: `POST /api/investigations` stores the investigation (CREATED)
 //!   and publishes `…investigations.<id>.requested`; reads and reviews go
 //!   straight to the store. The same operations over gRPC ([`grpc`]).
-//! - [`pipeline`]: the durable consumer of `requested`: reproduce, run the
+//! - [`proposer`]: the durable consumer of `requested`: reproduce, run the
 //!   agents, store the proposal (VERIFYING), publish one verify job per
 //!   hypothesis that needs a sandbox and `…arbitrate.proposed`.
 
 pub mod api;
 pub mod auth;
 pub mod grpc;
-pub mod pipeline;
+pub mod proposer;
 pub mod repositories;
 pub mod rest;
 pub mod suggestions;
@@ -100,7 +100,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
-    let investigator = Arc::new(pipeline::Investigator {
+    let investigator = Arc::new(proposer::Investigator {
         bus: bus.clone(),
         store,
         sandboxes: tracelab_fleet::sandbox::provider(&settings.sandbox).await?,

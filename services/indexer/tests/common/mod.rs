@@ -1,5 +1,5 @@
-//! The indexer started in-process on free ports against the real PostgreSQL
-//! (`TRACELAB_TEST_POSTGRES`, one schema per test), a small Python
+//! The indexer started in-process on port-0 listeners against the real
+//! PostgreSQL (`TRACELAB_TEST_POSTGRES`, one schema per test), a small Python
 //! repository with a bug, and the generated gRPC client.
 
 #![allow(dead_code)]
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tonic::transport::Channel;
 use tracelab_fleet::FleetSettings;
-use tracelab_indexer::Settings;
+use tracelab_indexer::{Listeners, Settings};
 use tracelab_proto::index::v1::retrieval_client::RetrievalClient;
 use tracelab_service::Shutdown;
 use tracelab_testkit::FixtureRepo;
@@ -40,14 +40,6 @@ pub fn shop() -> (FixtureRepo, String) {
     (repo, bug)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 pub struct Running {
     pub client: RetrievalClient<Channel>,
     pub url: String,
@@ -71,6 +63,10 @@ impl Running {
     }
 }
 
+async fn loopback() -> tokio::net::TcpListener {
+    tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()
+}
+
 /// Starts the indexer with `roots`; `None` when PostgreSQL is not configured.
 pub async fn start(roots: Vec<PathBuf>, concurrency: usize) -> Option<Running> {
     start_with_tokens(roots, concurrency, Vec::new()).await
@@ -90,17 +86,25 @@ pub async fn start_with_tokens(
             postgres_schema: unique_name("idx"),
             ..FleetSettings::default()
         },
-        listen: format!("127.0.0.1:{}", free_port()),
-        grpc_listen: format!("127.0.0.1:{}", free_port()),
         repository_roots: roots,
         allow_any_repository: false,
         cache_dir: cache.path().display().to_string(),
         concurrency,
         tokens,
+        ..Settings::default()
     };
+    let listeners = Listeners {
+        health: loopback().await,
+        grpc: loopback().await,
+    };
+    let health = listeners.health.local_addr().unwrap().to_string();
+    let grpc = format!("http://{}", listeners.grpc.local_addr().unwrap());
     let shutdown = Shutdown::new();
-    let server = tokio::spawn(tracelab_indexer::run(settings.clone(), shutdown.clone()));
-    let grpc = format!("http://{}", settings.grpc_listen);
+    let server = tokio::spawn(tracelab_indexer::serve(
+        settings.clone(),
+        listeners,
+        shutdown.clone(),
+    ));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let client = loop {
         match RetrievalClient::connect(grpc.clone()).await {
@@ -115,7 +119,7 @@ pub async fn start_with_tokens(
     Some(Running {
         client,
         url: grpc,
-        health: settings.listen.clone(),
+        health,
         settings,
         shutdown,
         cache,

@@ -1,4 +1,4 @@
-//! The JetStream intake: CI systems publish a `CiFailureReport` on
+//! The intake queue: CI systems publish a `CiFailureReport` on
 //! `<prefix>.intake.ci-failures` or JSON lines on `<prefix>.intake.logs`
 //! (optional headers: `Content-Encoding: gzip`, `Content-Type` as for
 //! `/v1/logs`, `X-TraceLab-Source`; the source is `jetstream` otherwise).
@@ -13,11 +13,10 @@
 
 use crate::auth::SOURCE_HEADER;
 use crate::body;
-use crate::pipeline::{Ingest, Input, Submission};
 use crate::rejection::Rejection;
+use crate::submission::{Ingest, Input, Submission};
 use tracelab_bus::Delivery;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::intake::Refusal;
 
 /// The subject tokens after `<prefix>.intake.`.
 pub const CI_FAILURES: &str = "ci-failures";
@@ -39,12 +38,10 @@ fn header<'a>(delivery: &'a Delivery, name: &str) -> Option<&'a str> {
 async fn submit_when_admitted(
     ingest: &Ingest,
     submission: Submission,
-) -> std::result::Result<crate::pipeline::Summary, Rejection> {
+) -> std::result::Result<crate::submission::Summary, Rejection> {
     loop {
         match ingest.submit(submission.clone()).await {
-            Err(Rejection::Refused(
-                Refusal::RateLimited { retry_after } | Refusal::Busy { retry_after },
-            )) => {
+            Err(Rejection::RateLimited { retry_after } | Rejection::Busy { retry_after }) => {
                 tracing::debug!(?retry_after, source = %submission.source, "intake waits for admission");
                 tokio::time::sleep(retry_after).await;
             }

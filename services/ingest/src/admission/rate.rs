@@ -2,7 +2,7 @@
 //! `governor`, one bucket per source key, `cost` events per check. A refused
 //! check says exactly when the source may send again.
 
-use super::Refusal;
+use crate::rejection::Rejection;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
@@ -10,6 +10,8 @@ use governor::{Quota, RateLimiter};
 use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
 use std::time::Duration;
+use tracelab_domain::{Error, Result};
+use tracelab_ingest::Refusal;
 
 /// Events per second per source, and how many may arrive at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,16 +49,16 @@ impl<C: Clock> std::fmt::Debug for SourceLimiter<C> {
 
 impl SourceLimiter {
     /// A limiter on the monotonic clock, tracking at most `max_sources` busy sources.
-    pub fn new(quota: RateQuota, max_sources: usize) -> crate::Result<Self> {
+    pub fn new(quota: RateQuota, max_sources: usize) -> Result<Self> {
         Self::with_clock(quota, max_sources, DefaultClock::default())
     }
 }
 
 impl<C: Clock> SourceLimiter<C> {
     /// A limiter on `clock` (tests pass `governor::clock::FakeRelativeClock`).
-    pub fn with_clock(quota: RateQuota, max_sources: usize, clock: C) -> crate::Result<Self> {
+    pub fn with_clock(quota: RateQuota, max_sources: usize, clock: C) -> Result<Self> {
         let invalid = || {
-            crate::Error::InvalidArgument(format!(
+            Error::invalid(format!(
                 "rate quota {}/s with burst {}: both must be at least 1",
                 quota.per_second, quota.burst
             ))
@@ -73,29 +75,30 @@ impl<C: Clock> SourceLimiter<C> {
 
     /// Charges `cost` events (0 counts as 1) to `source`. Refuses with the
     /// wait until they fit; a cost above the burst can never fit and is
-    /// `TooLarge` (send smaller batches).
-    pub fn check(&self, source: &str, cost: u32) -> Result<(), Refusal> {
+    /// too large (send smaller batches).
+    pub fn check(&self, source: &str, cost: u32) -> std::result::Result<(), Rejection> {
         let n = NonZeroU32::new(cost).unwrap_or(NonZeroU32::MIN);
         let key = source.to_owned();
         if self.limiter.len() >= self.max_sources {
             self.forget_idle();
             if self.limiter.len() >= self.max_sources {
                 // Too many sources are busy at once: the whole intake is overloaded.
-                return Err(Refusal::Busy {
+                return Err(Rejection::Busy {
                     retry_after: Duration::from_secs(1),
                 });
             }
         }
         match self.limiter.check_key_n(&key, n) {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(not_until)) => Err(Refusal::RateLimited {
+            Ok(Err(not_until)) => Err(Rejection::RateLimited {
                 retry_after: not_until.wait_time_from(self.limiter.clock().now()),
             }),
             Err(_) => Err(Refusal::TooLarge {
                 what: format!("a batch of {cost} events"),
                 size: cost as usize,
                 limit: self.burst.get() as usize,
-            }),
+            }
+            .into()),
         }
     }
 
@@ -135,11 +138,9 @@ mod tests {
             l.check("ci/a", 1).unwrap();
         }
         let refused = l.check("ci/a", 1).unwrap_err();
-        assert_eq!(
-            refused,
-            Refusal::RateLimited {
-                retry_after: Duration::from_millis(100)
-            }
+        assert!(
+            matches!(refused, Rejection::RateLimited { retry_after } if retry_after == Duration::from_millis(100)),
+            "{refused:?}"
         );
         // Another source has its own bucket.
         l.check("ci/b", 5).unwrap();
@@ -152,15 +153,15 @@ mod tests {
     fn batches_are_charged_by_size() {
         let (l, clock) = limiter(10, 10, 100);
         l.check("svc", 8).unwrap();
-        let Refusal::RateLimited { retry_after } = l.check("svc", 5).unwrap_err() else {
+        let Rejection::RateLimited { retry_after } = l.check("svc", 5).unwrap_err() else {
             panic!("expected a rate limit")
         };
         assert_eq!(retry_after, Duration::from_millis(300));
         clock.advance(retry_after);
         l.check("svc", 5).unwrap();
         let too_big = l.check("svc", 11).unwrap_err();
-        assert_eq!(too_big.http_status(), 413, "{too_big}");
-        assert_eq!(l.check("other", 0), Ok(()), "a zero cost counts as one");
+        assert_eq!(too_big.http_status().as_u16(), 413, "{too_big}");
+        assert!(l.check("other", 0).is_ok(), "a zero cost counts as one");
     }
 
     #[test]
@@ -169,11 +170,8 @@ mod tests {
         for s in ["a", "b", "c"] {
             l.check(s, 1).unwrap();
         }
-        assert_eq!(
-            l.check("d", 1),
-            Err(Refusal::Busy {
-                retry_after: Duration::from_secs(1)
-            }),
+        assert!(
+            matches!(l.check("d", 1), Err(Rejection::Busy { retry_after }) if retry_after == Duration::from_secs(1)),
             "a fourth busy source is refused, not tracked"
         );
         clock.advance(Duration::from_secs(2));
@@ -191,6 +189,6 @@ mod tests {
             10,
         )
         .unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(err.kind, tracelab_domain::ErrorKind::InvalidArgument);
     }
 }

@@ -1,10 +1,11 @@
-//! The one path every input takes, whatever its channel: admission
+//! A submission: the one path every input takes, whatever its channel: admission
 //! (body limit → rate per source → in-flight bound), decoding and parsing on
 //! the blocking pool, then per failure: store the evidence row, triage its
 //! group when the row is new, publish `EvidenceRecorded` (and
 //! `InvestigationSuggested` when the policy says so). The admission
 //! [`Permit`] lives until the last publish.
 
+use crate::admission::{Admission, Permit, SourceLimiter};
 use crate::body::{self, LogEncoding};
 use crate::evidence;
 use crate::rejection::{Rejection, ingest_error};
@@ -16,12 +17,12 @@ use std::sync::Arc;
 use tracelab_bus::Bus;
 use tracelab_domain::Error;
 use tracelab_fleet::events;
-use tracelab_ingest::intake::{Admission, IntakeLimits, Permit, Refusal, SourceLimiter};
 use tracelab_ingest::otlp::{self, OtlpLogs};
 use tracelab_ingest::{
     CiFailureReport, Decision, DetectedFormat, Failure, Observation, Occurrence, ParseOptions,
     Policy, Reason, Redactor, Trigger, parse, parse_ci_report, parse_log_records,
 };
+use tracelab_ingest::{Refusal, RequestLimits};
 use tracelab_proto::events::v1::{EvidenceRecorded, InvestigationSuggested};
 use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgStore};
 
@@ -29,7 +30,7 @@ use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgStore};
 pub struct Parts {
     pub options: ParseOptions,
     pub redactor: Redactor,
-    pub limits: IntakeLimits,
+    pub limits: RequestLimits,
     pub limiter: SourceLimiter,
     pub admission: Admission,
     pub policy: Policy,
@@ -96,7 +97,7 @@ pub struct Ingest {
     bus: Arc<dyn Bus>,
     options: Arc<ParseOptions>,
     redactor: Redactor,
-    limits: IntakeLimits,
+    limits: RequestLimits,
     limiter: SourceLimiter,
     admission: Admission,
     policy: Policy,
@@ -141,7 +142,7 @@ impl Ingest {
         }
     }
 
-    pub fn limits(&self) -> &IntakeLimits {
+    pub fn limits(&self) -> &RequestLimits {
         &self.limits
     }
 
@@ -151,7 +152,7 @@ impl Ingest {
     }
 
     /// Rate per source, then the in-flight bound.
-    fn admit(&self, source: &str, cost: u32, bytes: usize) -> Result<Permit, Refusal> {
+    fn admit(&self, source: &str, cost: u32, bytes: usize) -> Result<Permit, Rejection> {
         self.limiter.check(source, cost)?;
         self.admission.try_admit(bytes)
     }

@@ -1,4 +1,4 @@
-//! The investigator's worker: one `requested` event → a proposal.
+//! The investigator's proposer: one `requested` event → a proposal.
 //!
 //! State on entry decides what happens, so a redelivery (after a crash or a
 //! lost ack) never duplicates work or events:
@@ -158,7 +158,7 @@ impl Investigator {
         }
         // No culprit to revert: the suspects' repair is a verifier's job. (A
         // revert that fails verification is not followed by a repair in the
-        // fleet yet; the embedded pipeline does that.)
+        // fleet yet; the embedded engine does that.)
         if let Some(h) = propose_repair(ctx, &classification, &mut proposal, &hypotheses) {
             hypotheses.push(h);
         }
