@@ -227,8 +227,9 @@ async fn the_fleet_keeps_the_oracle_fixed_and_fixes_a_conflicting_revert_at_symb
     assert_eq!(report["bisect"]["oracle"], "tests_at_bad", "{report}");
     assert_eq!(winner_patch_files(report), vec!["app.py".to_string()]);
 
-    // Each probe's own tests, as the request asks: the commit that added the
-    // check is blamed, reported, and never "fixed" by deleting the test.
+    // Each probe's own tests, as the request asks: the search ends at the
+    // commit that only added the check. It stays visible in bisect.culprit,
+    // is not the report's culprit, and no "fix" deletes the test.
     let old_bug = scenarios::old_bug_new_test(10, 3);
     let mut body = request(&old_bug, "E2E-TAR");
     body["tests_at_revision"] = json!(true);
@@ -238,19 +239,28 @@ async fn the_fleet_keeps_the_oracle_fixed_and_fixes_a_conflicting_revert_at_symb
     let report = &view["report"];
     assert_eq!(report["bisect"]["oracle"], "tests_at_revision", "{report}");
     assert_eq!(
-        report["culprit"]["commit"],
+        report["bisect"]["culprit"]["commit"],
         old_bug.head.as_str(),
         "{report}"
     );
-    assert_eq!(report["culprit"]["verified"], false, "{report}");
-    let revert = report["hypotheses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["kind"] == "revert")
-        .expect("a revert hypothesis");
-    assert_eq!(revert["status"], "INCONCLUSIVE", "{revert}");
-    assert!(revert["patch"].is_null(), "{revert}");
+    assert_eq!(
+        report["bisect"]["culprit_changes_only_tests"], true,
+        "{report}"
+    );
+    assert!(report["culprit"].is_null(), "{report}");
+    assert_ne!(report["verdict"], "regression", "{report}");
+    let hypotheses = report["hypotheses"].as_array().unwrap();
+    assert!(
+        hypotheses.iter().all(|h| h["kind"] != "revert"),
+        "no revert of a test-only commit: {report}"
+    );
+    assert!(
+        report["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap_or_default()
+            .contains("changes test files only")),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
