@@ -182,6 +182,12 @@ pub struct RunOptions {
     /// Extra programs the test command may use (the default allowlist covers common runners).
     #[arg(long = "allow", value_name = "PROGRAM")]
     pub allow: Vec<String>,
+    /// Let the test command pass code on the command line (`python3 -c`, `node -e`).
+    #[arg(long)]
+    pub allow_inline_code: bool,
+    /// Let the test command's program be a path inside the repository (`./run-tests`).
+    #[arg(long)]
+    pub allow_repository_programs: bool,
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
     /// Write the report to FILE instead of stdout.

@@ -88,6 +88,8 @@ fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
     };
     config.repair_screening_budget = Duration::from_secs(run.repair_budget);
     config.allowlist.programs.extend(run.allow.iter().cloned());
+    config.allowlist.inline_code = run.allow_inline_code;
+    config.allowlist.repository_programs = run.allow_repository_programs;
     config.validate()?;
     Ok(config)
 }

@@ -20,6 +20,10 @@ pub struct SandboxSettings {
     pub image: String,
     /// Programs allowed beyond the default allowlist.
     pub allow: Vec<String>,
+    /// Test commands may pass code on the command line (`python3 -c`).
+    pub allow_inline_code: bool,
+    /// Test commands may run a program from inside the repository (`./run-tests`).
+    pub allow_repository_programs: bool,
 }
 
 impl Default for SandboxSettings {
@@ -28,6 +32,8 @@ impl Default for SandboxSettings {
             kind: "local".into(),
             image: String::new(),
             allow: Vec::new(),
+            allow_inline_code: false,
+            allow_repository_programs: false,
         }
     }
 }
@@ -76,6 +82,8 @@ pub fn engine_config(limits: Option<&Limits>, sandbox: &SandboxSettings) -> Resu
         .allowlist
         .programs
         .extend(sandbox.allow.iter().cloned());
+    config.allowlist.inline_code = sandbox.allow_inline_code;
+    config.allowlist.repository_programs = sandbox.allow_repository_programs;
     if let Some(l) = limits {
         if l.parallelism > 0 {
             config.parallelism = l.parallelism as usize;
