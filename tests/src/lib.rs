@@ -172,6 +172,8 @@ impl Fleet {
             format!("fleet.postgres_schema={}", self.schema),
             format!("fleet.subject_prefix={}", self.prefix),
             "fleet.drain_seconds=30".into(),
+            "fleet.outbox_relay_seconds=1".into(),
+            "fleet.outbox_grace_seconds=2".into(),
             format!("ack_wait_seconds={}", self.options.ack_wait_seconds),
         ]
     }

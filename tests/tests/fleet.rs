@@ -705,3 +705,75 @@ async fn evidence_naming_a_repository_url_is_investigated_in_its_mapped_checkout
         s.culprit.as_deref().unwrap()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_investigation_whose_api_died_before_publishing_is_still_investigated() {
+    use tracelab_fleet::events::ids;
+    use tracelab_proto::events::v1::{InvestigationRequested, Limits};
+    use tracelab_store::{Created, NewInvestigation};
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::linear_regression(8, 4, 0.0);
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let store = store_of(&fleet).await;
+    // What the API commits (the investigation with its `requested` event in
+    // the outbox) — and then it dies: nothing is published.
+    let id = tracelab_domain::ids::InvestigationId::generate();
+    let repository = s.repo.path().display().to_string();
+    let event = InvestigationRequested {
+        investigation_id: id.0.clone(),
+        repository: repository.clone(),
+        test_command: s.test_command.clone(),
+        issue_id: "E2E-OUTBOX".into(),
+        limits: Some(Limits {
+            parallelism: 2,
+            command_timeout_ms: 30_000,
+            verification_deadline_ms: 600_000,
+            ..Limits::default()
+        }),
+        requested_by: "a crashed API".into(),
+        ..InvestigationRequested::default()
+    };
+    let topology = Topology::with_prefix(&fleet.prefix);
+    let announce = tracelab_fleet::outbox::message(
+        topology.investigation_step(&id.0, "requested"),
+        ids::requested(&id.0),
+        &event,
+    );
+    let request = json!({"repository": repository, "test_command": s.test_command});
+    let created = store
+        .create_requested(&NewInvestigation {
+            id: &id,
+            repository: &repository,
+            test_command: &s.test_command,
+            request: &request,
+            evidence: &[],
+            dedupe_key: None,
+            announce: &announce,
+        })
+        .await
+        .unwrap();
+    assert_eq!(created, Created::New);
+
+    // The relay of the surviving services publishes it after the grace.
+    let view = fleet.wait_decided(&id.0, Duration::from_secs(300)).await;
+    assert_eq!(view["state"], "WAITING_FOR_REVIEW", "{}", fleet.logs());
+    assert_eq!(
+        view["report"]["culprit"]["commit"],
+        s.culprit.as_deref().unwrap(),
+        "{view}"
+    );
+    assert!(
+        fleet
+            .logs()
+            .contains("outbox relay published an event its writer did not"),
+        "{}",
+        fleet.logs()
+    );
+    // The decided event went out with the decision: nothing is left waiting.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while store.outbox_len().await.unwrap() > 0 {
+        assert!(std::time::Instant::now() < deadline, "outbox not drained");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

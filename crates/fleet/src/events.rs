@@ -12,7 +12,17 @@ pub async fn publish<M: prost::Message>(
     id: String,
     event: &M,
 ) -> Result<Published> {
-    let mut message = Message::new(subject, id, event.encode_to_vec());
+    publish_encoded(bus, subject, id, event.encode_to_vec()).await
+}
+
+/// Publishes an already encoded event (one the outbox kept).
+pub async fn publish_encoded(
+    bus: &dyn Bus,
+    subject: String,
+    id: String,
+    payload: Vec<u8>,
+) -> Result<Published> {
+    let mut message = Message::new(subject, id, payload);
     if let Some(tp) = tracelab_service::telemetry::traceparent(&tracing::Span::current()) {
         message = message.with_traceparent(tp);
     }

@@ -2,10 +2,12 @@
 //! ([`settings`]), connections that retry with backoff ([`connect`]),
 //! protobuf events on the bus ([`events`]) and the consumer loop that turns a
 //! handler's result into ack / nak / dead letter while keeping long jobs
-//! alive with progress acks ([`worker`]).
+//! alive with progress acks ([`worker`]), and events that must follow a
+//! state change, published through the store's outbox ([`outbox`]).
 
 pub mod connect;
 pub mod events;
+pub mod outbox;
 pub mod ready;
 pub mod sandbox;
 pub mod settings;

@@ -17,6 +17,11 @@ pub struct FleetSettings {
     pub otlp_endpoint: String,
     /// Seconds in-flight work may take to finish after a shutdown request.
     pub drain_seconds: u64,
+    /// How often the outbox relay looks for events a crash left unpublished.
+    pub outbox_relay_seconds: u64,
+    /// An outbox row older than this was not published by its writer (which
+    /// publishes right after its commit): the relay publishes it.
+    pub outbox_grace_seconds: u64,
 }
 
 impl Default for FleetSettings {
@@ -28,6 +33,8 @@ impl Default for FleetSettings {
             subject_prefix: "tracelab".into(),
             otlp_endpoint: String::new(),
             drain_seconds: 60,
+            outbox_relay_seconds: 5,
+            outbox_grace_seconds: 10,
         }
     }
 }
@@ -35,6 +42,14 @@ impl Default for FleetSettings {
 impl FleetSettings {
     pub fn topology(&self) -> tracelab_bus::Topology {
         tracelab_bus::Topology::with_prefix(&self.subject_prefix)
+    }
+
+    /// The outbox relay's pace: (how often, how old a row must be).
+    pub fn outbox_relay(&self) -> (std::time::Duration, std::time::Duration) {
+        (
+            std::time::Duration::from_secs(self.outbox_relay_seconds.max(1)),
+            std::time::Duration::from_secs(self.outbox_grace_seconds),
+        )
     }
 
     pub fn otlp(&self) -> Option<&str> {

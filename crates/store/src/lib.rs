@@ -24,6 +24,7 @@
 pub mod conformance;
 pub mod groups;
 mod idempotency;
+pub mod outbox;
 mod pg_error;
 mod pipeline;
 mod postgres;
@@ -31,8 +32,10 @@ mod sqlite;
 
 pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};
 pub use idempotency::record_once;
+pub use outbox::OutboxMessage;
 pub use pipeline::{
-    ArbitrationInput, EvidenceRow, GroupInvestigation, InvestigationRow, ProposalRecord,
+    ArbitrationInput, Created, EvidenceRow, GroupInvestigation, InvestigationRow, NewInvestigation,
+    ProposalRecord, Recorded,
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;

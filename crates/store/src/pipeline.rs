@@ -2,23 +2,27 @@
 //! transaction that checks the investigation's state first, so a service that
 //! processes a redelivered message finds the work done and changes nothing:
 //!
-//! - API: [`PgStore::create_requested`] (CREATED, with the request).
+//! - API: [`PgStore::create_requested`] (CREATED, with the request and the
+//!   `requested` event in the [outbox](crate::outbox)).
 //! - investigator: [`PgStore::save_proposal`] (INVESTIGATING → VERIFYING with
 //!   the classification, the proposal and every hypothesis, pending ones too).
 //! - verifier: [`PgStore::record_verification`] (one hypothesis and its
-//!   experiments, keyed by the job's message id).
+//!   experiments, keyed by the job's message id, only while the hypothesis
+//!   is PENDING: a result after the decision is kept apart as late).
 //! - arbiter: [`PgStore::arbitration_input`], then [`PgStore::save_decision`]
-//!   (VERIFYING → ARBITRATING → WAITING_FOR_REVIEW with the report).
+//!   (VERIFYING → ARBITRATING → WAITING_FOR_REVIEW with the report, the
+//!   hypotheses the deadline cut short, and the `decided` event in the outbox).
 //! - reviewers: [`PgStore::review`] (APPROVED/REJECTED plus an audit row).
 
 use crate::idempotency::record_once;
+use crate::outbox::{OutboxMessage, enqueue};
 use crate::pg_error::db_error;
 use crate::postgres::{PgStore, insert_experiments, insert_hypothesis};
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
 use std::str::FromStr;
 use time::OffsetDateTime;
-use tracelab_domain::hypothesis::Hypothesis;
+use tracelab_domain::hypothesis::{Hypothesis, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::report::Report;
 use tracelab_domain::state::InvestigationState;
@@ -34,6 +38,44 @@ pub struct ProposalRecord {
     pub bad: String,
     pub test_command: String,
     pub deadline: OffsetDateTime,
+}
+
+/// A new investigation for [`PgStore::create_requested`].
+#[derive(Debug, Clone)]
+pub struct NewInvestigation<'a> {
+    pub id: &'a InvestigationId,
+    pub repository: &'a str,
+    pub test_command: &'a str,
+    /// The request as the API took it (JSON).
+    pub request: &'a Value,
+    /// Evidence it was started from.
+    pub evidence: &'a [String],
+    /// At most one investigation has a given key (e.g. failure group and
+    /// revision for the ones the group policy starts).
+    pub dedupe_key: Option<&'a str>,
+    /// Its `requested` event, stored in the outbox with it.
+    pub announce: &'a OutboxMessage,
+}
+
+/// What [`PgStore::create_requested`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    New,
+    /// An investigation with the same `dedupe_key` exists: this one.
+    Existing(InvestigationId),
+}
+
+/// What [`PgStore::record_verification`] did with a verifier's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Stored: the hypothesis was PENDING and its investigation VERIFYING.
+    Stored,
+    /// This message was processed before (a redelivery): nothing changed.
+    AlreadyRecorded,
+    /// The hypothesis was no longer PENDING (the arbiter decided at the
+    /// deadline): the result is kept in `late_verifications` and the
+    /// hypothesis the decision was based on is left as it is.
+    Late,
 }
 
 /// Everything the arbiter needs, read in one query set.
@@ -149,38 +191,49 @@ fn hypothesis_from(body: Value) -> Result<Hypothesis> {
 }
 
 impl PgStore {
-    /// Creates the investigation in CREATED with the request that started it.
-    pub async fn create_requested(
-        &self,
-        id: &InvestigationId,
-        repository: &str,
-        test_command: &str,
-        request: &Value,
-        evidence: &[String],
-    ) -> Result<()> {
+    /// Creates the investigation in CREATED with the request that started
+    /// it and, in the same transaction, its `requested` event in the outbox:
+    /// a crash before the publish leaves the event for the relay, never an
+    /// investigation nobody hears of. With a `dedupe_key` that another
+    /// investigation already has, nothing is created and that one is returned.
+    pub async fn create_requested(&self, new: &NewInvestigation<'_>) -> Result<Created> {
+        let id = new.id;
         let now = OffsetDateTime::now_utc();
         let mut tx = self.pool().begin().await.map_err(db_error)?;
         let inserted = sqlx::query(
-            "INSERT INTO investigations (id, repository, test_command, state, request, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
+            "INSERT INTO investigations (id, repository, test_command, state, request, created_at, updated_at, dedupe_key) VALUES ($1, $2, $3, $4, $5, $6, $6, $7)",
         )
         .bind(&id.0)
-        .bind(repository)
-        .bind(test_command)
+        .bind(new.repository)
+        .bind(new.test_command)
         .bind(InvestigationState::Created.as_str())
-        .bind(request)
+        .bind(new.request)
         .bind(now)
+        .bind(new.dedupe_key)
         .execute(&mut *tx)
         .await;
         match inserted {
             Ok(_) => {}
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                drop(tx);
+                if let Some(key) = new.dedupe_key {
+                    let existing: Option<String> =
+                        sqlx::query_scalar("SELECT id FROM investigations WHERE dedupe_key = $1")
+                            .bind(key)
+                            .fetch_optional(self.pool())
+                            .await
+                            .map_err(db_error)?;
+                    if let Some(existing) = existing {
+                        return Ok(Created::Existing(InvestigationId(existing)));
+                    }
+                }
                 return Err(Error::conflict(format!(
                     "investigation {id} already exists"
                 )));
             }
             Err(e) => return Err(db_error(e)),
         }
-        for evidence_id in evidence {
+        for evidence_id in new.evidence {
             sqlx::query(
                 "INSERT INTO investigation_evidence (investigation_id, evidence_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
             )
@@ -190,7 +243,9 @@ impl PgStore {
             .await
             .map_err(db_error)?;
         }
-        tx.commit().await.map_err(db_error)
+        enqueue(&mut tx, new.announce).await?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(Created::New)
     }
 
     /// Evidence ingest stored (already redacted), by id.
@@ -389,23 +444,38 @@ impl PgStore {
 
     /// Stores a verifier's result for one hypothesis exactly once per
     /// `message_id`: the hypothesis row is updated and its experiments
-    /// replaced in the same transaction that records the message.
-    /// `Ok(false)` when this message was already processed.
+    /// replaced in the same transaction that records the message — only
+    /// while the hypothesis is PENDING. The investigation's row is locked
+    /// first, so this and [`PgStore::save_decision`] never interleave: a
+    /// result that arrives after the decision is [`Recorded::Late`].
     pub async fn record_verification(
         &self,
         consumer: &str,
         message_id: &str,
         hypothesis: &Hypothesis,
         verifier: &str,
-    ) -> Result<bool> {
+    ) -> Result<Recorded> {
         let body = serde_json::to_value(hypothesis)
             .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
         let mut tx = self.begin().await?;
+        let stored = sqlx::query("SELECT investigation_id, status FROM hypotheses WHERE id = $1")
+            .bind(&hypothesis.id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?
+            .ok_or_else(|| {
+                Error::not_found(format!("hypothesis {} was never proposed", hypothesis.id))
+            })?;
+        let investigation = InvestigationId(stored.get(0));
+        // Lock order: the investigation, then its hypothesis (as save_decision).
+        state_in(&mut tx, &investigation).await?;
         if !record_once(&mut tx, consumer, message_id).await? {
-            return Ok(false);
+            return Ok(Recorded::AlreadyRecorded);
         }
         let updated = sqlx::query(
-            "UPDATE hypotheses SET status = $1, summary = $2, patch = $3, branch = $4, body = $5, verified_by = $6 WHERE id = $7",
+            "UPDATE hypotheses SET status = $1, summary = $2, patch = $3, branch = $4, body = $5, verified_by = $6 \
+             WHERE id = $7 AND status = $8 \
+             AND (SELECT state FROM investigations WHERE id = $9) = $10",
         )
         .bind(hypothesis.status.as_str())
         .bind(&hypothesis.summary)
@@ -414,14 +484,26 @@ impl PgStore {
         .bind(&body)
         .bind(verifier)
         .bind(&hypothesis.id.0)
+        .bind(HypothesisStatus::Pending.as_str())
+        .bind(&investigation.0)
+        .bind(InvestigationState::Verifying.as_str())
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
         if updated.rows_affected() == 0 {
-            return Err(Error::not_found(format!(
-                "hypothesis {} was never proposed",
-                hypothesis.id
-            )));
+            sqlx::query(
+                "INSERT INTO late_verifications (hypothesis_id, message_id, verifier, status, body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(&hypothesis.id.0)
+            .bind(message_id)
+            .bind(verifier)
+            .bind(hypothesis.status.as_str())
+            .bind(&body)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            tx.commit().await.map_err(db_error)?;
+            return Ok(Recorded::Late);
         }
         sqlx::query("DELETE FROM experiments WHERE hypothesis_id = $1")
             .bind(&hypothesis.id.0)
@@ -430,7 +512,16 @@ impl PgStore {
             .map_err(db_error)?;
         insert_experiments(&mut tx, hypothesis).await?;
         tx.commit().await.map_err(db_error)?;
-        Ok(true)
+        Ok(Recorded::Stored)
+    }
+
+    /// Verifier results that came after their hypothesis was decided.
+    pub async fn late_verifications(&self, id: &HypothesisId) -> Result<i64> {
+        sqlx::query_scalar("SELECT count(*) FROM late_verifications WHERE hypothesis_id = $1")
+            .bind(&id.0)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_error)
     }
 
     /// The hypotheses of one investigation, ordered by number.
@@ -516,8 +607,18 @@ impl PgStore {
     }
 
     /// VERIFYING → ARBITRATING → WAITING_FOR_REVIEW with the report, in one
-    /// transaction. `Ok(false)` when another arbiter (or a redelivery) decided first.
-    pub async fn save_decision(&self, report: &Report) -> Result<bool> {
+    /// transaction that also marks `expired` (the hypotheses the arbiter
+    /// read as PENDING and decided without, at the deadline) as the report
+    /// has them, and puts `announce` (the `decided` event) in the outbox.
+    /// `Ok(false)` when another arbiter (or a redelivery) decided first; a
+    /// Conflict when a verifier stored one of `expired` after the arbiter
+    /// read it (decide again with it).
+    pub async fn save_decision(
+        &self,
+        report: &Report,
+        expired: &[HypothesisId],
+        announce: &OutboxMessage,
+    ) -> Result<bool> {
         use InvestigationState::*;
         let id = &report.id;
         let mut tx = self.begin().await?;
@@ -526,6 +627,32 @@ impl PgStore {
             .ok_or_else(|| Error::not_found(format!("investigation {id} not found")))?;
         if current != Verifying {
             return Ok(false);
+        }
+        for hid in expired {
+            let decided = report
+                .hypotheses
+                .iter()
+                .find(|h| &h.id == hid)
+                .ok_or_else(|| {
+                    Error::internal(format!("expired hypothesis {hid} is not in the report"))
+                })?;
+            let body = serde_json::to_value(decided)
+                .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
+            let updated = sqlx::query(
+                "UPDATE hypotheses SET status = $1, body = $2 WHERE id = $3 AND status = $4",
+            )
+            .bind(decided.status.as_str())
+            .bind(&body)
+            .bind(&hid.0)
+            .bind(HypothesisStatus::Pending.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            if updated.rows_affected() == 0 {
+                return Err(Error::conflict(format!(
+                    "hypothesis {hid} of {id} was verified after the arbiter read it"
+                )));
+            }
         }
         move_state(&mut tx, id, Verifying, Arbitrating, None).await?;
         move_state(&mut tx, id, Arbitrating, WaitingForReview, None).await?;
@@ -541,6 +668,7 @@ impl PgStore {
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
+        enqueue(&mut tx, announce).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(true)
     }

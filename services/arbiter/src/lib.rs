@@ -5,18 +5,23 @@
 //! BLOCKED). The decision is the engine's [`conclude`] (winner by evidence,
 //! never by confidence), stored with both transitions in one transaction;
 //! a second arbiter or a redelivery finds the state moved on and does nothing.
+//! The `decided` event is stored with the decision (the outbox), so an
+//! arbiter that dies between the two leaves it to the relay, not lost.
+//! A verifier that stores a result while an overdue decision is being made
+//! makes that decision conflict; it is made again with the result.
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_bus::{Bus, ConsumerSpec, Delivery, JetStreamBus};
 use tracelab_domain::hypothesis::HypothesisStatus;
-use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::state::InvestigationState;
-use tracelab_domain::{Error, Result};
+use tracelab_domain::{Error, ErrorKind, Result};
 use tracelab_engine::agents::test_behaviour::Classification;
 use tracelab_engine::phases::{Proposal, conclude};
 use tracelab_fleet::events::{self, ids, steps};
+use tracelab_fleet::outbox;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_proto::events::v1::{HypothesesProposed, HypothesisVerified, InvestigationDecided};
@@ -54,6 +59,12 @@ pub struct Arbiter {
     store: PgStore,
 }
 
+impl Arbiter {
+    pub fn new(bus: Arc<JetStreamBus>, store: PgStore) -> Self {
+        Self { bus, store }
+    }
+}
+
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     let listener = http::bind(&settings.listen).await?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
@@ -64,10 +75,15 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         health::routes(readiness),
         shutdown.clone(),
     ));
-    let arbiter = Arc::new(Arbiter {
-        bus: bus.clone(),
-        store,
-    });
+    let arbiter = Arc::new(Arbiter::new(bus.clone(), store));
+    let (every, grace) = settings.fleet.outbox_relay();
+    let relay = tokio::spawn(tracelab_fleet::outbox::relay(
+        bus.clone(),
+        arbiter.store.clone(),
+        every,
+        grace,
+        shutdown.clone(),
+    ));
     let sweeper = tokio::spawn(sweep(
         arbiter.clone(),
         Duration::from_secs(settings.sweep_seconds.max(1)),
@@ -92,6 +108,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     })
     .await?;
     sweeper.await?;
+    relay.await?;
     server.await??;
     Ok(())
 }
@@ -137,6 +154,19 @@ impl Arbiter {
 
     /// Decides `id` when nothing is pending (or `overdue`). Idempotent.
     pub async fn decide(&self, id: &InvestigationId, overdue: bool) -> Result<()> {
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            match self.decide_once(id, overdue).await {
+                Err(e) if e.kind == ErrorKind::Conflict && attempt < ATTEMPTS => {
+                    tracing::info!(investigation = %id, error = %e, "deciding again");
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    async fn decide_once(&self, id: &InvestigationId, overdue: bool) -> Result<()> {
         let input = self
             .store
             .arbitration_input(id)
@@ -146,10 +176,12 @@ impl Arbiter {
             return Ok(());
         }
         let mut hypotheses = input.hypotheses;
-        let pending = hypotheses
+        let expired: Vec<HypothesisId> = hypotheses
             .iter()
             .filter(|h| h.status == HypothesisStatus::Pending)
-            .count();
+            .map(|h| h.id.clone())
+            .collect();
+        let pending = expired.len();
         if pending > 0 && !overdue {
             tracing::debug!(investigation = %id, pending, "waiting for verifiers");
             return Ok(());
@@ -184,13 +216,8 @@ impl Arbiter {
                 "decided at the verification deadline with {pending} hypothesis(es) unverified"
             ));
         }
-        if !self.store.save_decision(&report).await? {
-            return Ok(());
-        }
-        tracing::info!(investigation = %id, verdict = report.verdict.as_str(), "decided");
         let topology = self.bus.topology().clone();
-        events::publish(
-            self.bus.as_ref() as &dyn Bus,
+        let announce = outbox::message(
             topology.investigation_step(&id.0, steps::DECIDED),
             ids::decided(&id.0),
             &InvestigationDecided {
@@ -203,8 +230,20 @@ impl Arbiter {
                     .map(|w| w.id.0.clone())
                     .unwrap_or_default(),
             },
-        )
-        .await?;
+        );
+        if !self
+            .store
+            .save_decision(&report, &expired, &announce)
+            .await?
+        {
+            return Ok(());
+        }
+        tracing::info!(investigation = %id, verdict = report.verdict.as_str(), "decided");
+        // Stored with the decision: the relay publishes it if this does not.
+        if let Err(e) = outbox::deliver(self.bus.as_ref() as &dyn Bus, &self.store, &announce).await
+        {
+            tracing::warn!(investigation = %id, error = %e, "decided event left to the outbox relay");
+        }
         Ok(())
     }
 }

@@ -12,11 +12,12 @@ use tracelab_domain::allowlist::Allowlist;
 use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::ports::InvestigationStore;
-use tracelab_domain::state::{InvestigationState, Transition};
+use tracelab_domain::state::Transition;
 use tracelab_domain::{Error, Result};
-use tracelab_fleet::events::{self, ids, steps};
+use tracelab_fleet::events::{ids, steps};
+use tracelab_fleet::outbox;
 use tracelab_proto::events::v1::{InvestigationRequested, Limits};
-use tracelab_store::PgStore;
+use tracelab_store::{Created, NewInvestigation, PgStore};
 
 pub struct Api {
     pub store: PgStore,
@@ -99,6 +100,17 @@ impl Api {
         request: CreateRequest,
         caller: &Caller,
     ) -> Result<InvestigationView> {
+        self.create_keyed(request, caller, None).await
+    }
+
+    /// [`Api::create`], at most once per `dedupe_key`: when an investigation
+    /// with that key exists, it is returned and nothing new is started.
+    pub async fn create_keyed(
+        &self,
+        request: CreateRequest,
+        caller: &Caller,
+        dedupe_key: Option<&str>,
+    ) -> Result<InvestigationView> {
         let mut request = request;
         let evidence_id = request
             .evidence_id
@@ -127,19 +139,10 @@ impl Api {
         let id = InvestigationId::generate();
         let body = serde_json::to_value(&request)
             .map_err(|e| Error::internal(format!("cannot encode request: {e}")))?;
-        self.store
-            .create_requested(
-                &id,
-                &request.repository,
-                &test_command,
-                &body,
-                evidence.as_slice(),
-            )
-            .await?;
         let event = InvestigationRequested {
             investigation_id: id.0.clone(),
             repository: request.repository.clone(),
-            test_command,
+            test_command: test_command.clone(),
             good: request.good.clone().unwrap_or_default(),
             bad: request.bad.clone().unwrap_or_default(),
             issue_id: request.issue_id.clone().unwrap_or_default(),
@@ -155,20 +158,31 @@ impl Api {
             requested_by: caller.name.clone(),
         };
         let topology = self.bus.topology().clone();
-        let published = events::publish(
-            self.bus.as_ref(),
+        let announce = outbox::message(
             topology.investigation_step(&id.0, steps::REQUESTED),
             ids::requested(&id.0),
             &event,
-        )
-        .await;
-        if let Err(e) = published {
-            let reason = format!("could not queue the investigation: {e}");
-            let _ = self
-                .store
-                .abort(&id, InvestigationState::Blocked, &reason)
-                .await;
-            return Err(Error::unavailable(reason));
+        );
+        let created = self
+            .store
+            .create_requested(&NewInvestigation {
+                id: &id,
+                repository: &request.repository,
+                test_command: &test_command,
+                request: &body,
+                evidence: evidence.as_slice(),
+                dedupe_key,
+                announce: &announce,
+            })
+            .await?;
+        if let Created::Existing(existing) = created {
+            tracing::info!(investigation = %existing, key = dedupe_key.unwrap_or_default(), "already investigated");
+            return self.get(&existing.0).await;
+        }
+        // Stored with its event: if this publish fails (or this process dies
+        // now) the outbox relay publishes it, so the request is not lost.
+        if let Err(e) = outbox::deliver(self.bus.as_ref(), &self.store, &announce).await {
+            tracing::warn!(investigation = %id, error = %e, "requested event left to the outbox relay");
         }
         tracing::info!(investigation = %id, by = %caller.name, "investigation requested");
         self.get(&id.0).await

@@ -2,7 +2,8 @@
 //! that turns a request into hypotheses.
 //!
 //! - [`api`]: `POST /api/investigations` stores the investigation (CREATED)
-//!   and publishes `…investigations.<id>.requested`; reads and reviews go
+//!   with its `…investigations.<id>.requested` event in the outbox, then
+//!   publishes it (the outbox relay runs here too); reads and reviews go
 //!   straight to the store. The same operations over gRPC ([`grpc`]).
 //! - [`proposer`]: the durable consumer of `requested`: reproduce, run the
 //!   agents, store the proposal (VERIFYING), publish one verify job per
@@ -91,6 +92,14 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         repositories: repositories::RepositoryMap::new(&settings.repositories),
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
+    let (every, grace) = settings.fleet.outbox_relay();
+    let relay = tokio::spawn(tracelab_fleet::outbox::relay(
+        bus.clone(),
+        store.clone(),
+        every,
+        grace,
+        shutdown.clone(),
+    ));
     let router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
     let rest_server = tokio::spawn(http::serve(rest_listener, router, shutdown.clone()));
     let grpc_server = tokio::spawn(grpc::serve(
@@ -160,6 +169,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     }
     rest_server.await??;
     grpc_server.await??;
+    relay.await?;
     Ok(())
 }
 

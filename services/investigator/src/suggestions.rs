@@ -3,7 +3,9 @@
 //! new on a protected branch, regressed, or keeps recurring; this starts an
 //! investigation from the suggestion's newest evidence — when that evidence
 //! says how to re-run the failure and names a repository the services can
-//! read. A suggestion that cannot be acted on is logged with the reason and
+//! read. At most one investigation is started per failure group and
+//! revision (a key the store keeps unique), however many suggestions race
+//! for it. A suggestion that cannot be acted on is logged with the reason and
 //! acked (it is not poison: the evidence is simply not enough); a store or
 //! bus failure is retried.
 
@@ -33,6 +35,14 @@ pub async fn handle(api: &Api, delivery: &Delivery) -> Result<()> {
         tracing::info!(evidence = %evidence_id, investigation = %id, "suggestion already investigated");
         return Ok(());
     }
+    let revision = api
+        .store
+        .evidence(evidence_id)
+        .await?
+        .and_then(|e| e.commit)
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| format!("evidence:{evidence_id}"));
+    let key = dedupe_key(&suggestion.group_key, &revision);
     let request = CreateRequest {
         evidence_id: Some(evidence_id.clone()),
         ..CreateRequest::default()
@@ -41,7 +51,7 @@ pub async fn handle(api: &Api, delivery: &Delivery) -> Result<()> {
         name: POLICY_CALLER.into(),
         role: Role::Reviewer,
     };
-    match api.create(request, &caller).await {
+    match api.create_keyed(request, &caller, Some(&key)).await {
         Ok(view) => {
             tracing::info!(
                 group = %suggestion.group_key,
@@ -63,4 +73,10 @@ pub async fn handle(api: &Api, delivery: &Delivery) -> Result<()> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// The one investigation the policy starts for a failure group at a
+/// revision (evidence without a commit stands for its own revision).
+pub fn dedupe_key(group_key: &str, revision: &str) -> String {
+    format!("group-policy:{group_key}@{revision}")
 }

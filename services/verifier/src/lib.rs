@@ -25,7 +25,7 @@ use tracelab_fleet::{FleetSettings, connect};
 use tracelab_proto::events::v1::{HypothesisKind, HypothesisVerified, VerifyJob};
 use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
-use tracelab_store::PgStore;
+use tracelab_store::{PgStore, Recorded};
 
 /// The durable consumer every verifier shares (a work queue: one job, one verifier).
 pub const DURABLE: &str = "verifier";
@@ -139,11 +139,18 @@ impl Verifier {
         if stored.status == HypothesisStatus::Pending {
             tracing::info!(hypothesis = %hypothesis_id, delivered = delivery.delivered, "verifying");
             let hypothesis = self.verify(&job).await?;
-            let first = self
+            let recorded = self
                 .store
                 .record_verification(DURABLE, &delivery.message.id, &hypothesis, &self.name)
                 .await?;
-            tracing::info!(hypothesis = %hypothesis.id, status = hypothesis.status.as_str(), first, "verified");
+            match recorded {
+                Recorded::Late => {
+                    tracing::warn!(hypothesis = %hypothesis.id, status = hypothesis.status.as_str(), "verified after the investigation was decided: kept as a late result")
+                }
+                _ => {
+                    tracing::info!(hypothesis = %hypothesis.id, status = hypothesis.status.as_str(), ?recorded, "verified")
+                }
+            }
         }
         let status = self
             .store
