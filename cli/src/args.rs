@@ -22,6 +22,9 @@ pub struct Cli {
     /// Bearer token for --server (and for `locate --indexer`).
     #[arg(long, global = true, env = "TRACELAB_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// With --server: how long, in seconds, following an investigation waits out an API that does not answer (a restart) before giving up.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 120)]
+    pub server_patience: u64,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -48,7 +48,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     #[cfg(feature = "server")]
     if let Some(url) = &cli.server {
-        let remote = crate::remote::Remote::new(url, cli.token.clone())?;
+        let remote = crate::remote::Remote::new(
+            url,
+            cli.token.clone(),
+            Duration::from_secs(cli.server_patience),
+        )?;
         return match cli.command {
             Command::Investigate(args) => remote.investigate(cli.quiet, &args).await,
             Command::Investigations(cmd) => remote.investigations(cmd).await,

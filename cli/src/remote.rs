@@ -1,10 +1,14 @@
 //! `tracelab --server URL …`: the same commands against a fleet's REST API.
 //! `investigate` submits, follows the state until the arbiter decides, and
-//! prints the same report (JSON or markdown) as the embedded mode.
+//! prints the same report (JSON or markdown) as the embedded mode. While it
+//! follows, an API that stops answering (a restart, a rolling update) is
+//! waited out with backoff for `--server-patience` seconds before it gives
+//! up with a clear error; the investigation goes on in the fleet either way.
 
 use crate::args::{Format, InvestigateArgs, InvestigationsCommand, SandboxKind};
 use crate::output;
 use anyhow::{Context, bail};
+use backon::{ExponentialBuilder, Retryable as _};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -14,10 +18,28 @@ pub struct Remote {
     base: String,
     token: Option<String>,
     http: reqwest::Client,
+    /// How long following an investigation waits out an API that does not answer.
+    patience: Duration,
 }
 
+/// A failed call. `unreachable`: no answer at all, or a gateway's 502/503/504
+/// in front of an API that is restarting — worth waiting out while following.
+#[derive(Debug)]
+struct CallError {
+    message: String,
+    unreachable: bool,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CallError {}
+
 impl Remote {
-    pub fn new(url: &str, token: Option<String>) -> anyhow::Result<Self> {
+    pub fn new(url: &str, token: Option<String>, patience: Duration) -> anyhow::Result<Self> {
         let base = url.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             bail!("--server {url}: expected an http:// or https:// URL");
@@ -28,7 +50,12 @@ impl Remote {
             .timeout(Duration::from_secs(60))
             .build()
             .context("cannot build the HTTP client")?;
-        Ok(Self { base, token, http })
+        Ok(Self {
+            base,
+            token,
+            http,
+            patience,
+        })
     }
 
     async fn call(
@@ -37,6 +64,15 @@ impl Remote {
         path: &str,
         body: Option<Value>,
     ) -> anyhow::Result<Value> {
+        Ok(self.try_call(method, path, body).await?)
+    }
+
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
         let mut request = self.http.request(method.clone(), &url);
         if let Some(token) = &self.token {
@@ -45,20 +81,58 @@ impl Remote {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("{method} {url}"))?;
+        let response = request.send().await.map_err(|e| CallError {
+            message: format!("{method} {url}: {e}"),
+            unreachable: e.is_connect() || e.is_timeout() || e.is_request(),
+        })?;
         let status = response.status();
-        let value: Value = response
-            .json()
-            .await
-            .with_context(|| format!("{method} {url}: the answer is not JSON"))?;
+        let gateway = matches!(status.as_u16(), 502..=504);
+        let value: Value = response.json().await.map_err(|e| CallError {
+            message: format!("{method} {url} answered {status}, not JSON: {e}"),
+            unreachable: gateway,
+        })?;
         if !status.is_success() {
             let message = value["error"]["message"].as_str().unwrap_or("no message");
-            bail!("the server refused ({status}): {message}");
+            return Err(CallError {
+                message: format!("the server refused ({status}): {message}"),
+                unreachable: gateway,
+            });
         }
         Ok(value)
+    }
+
+    /// GET `path`, waiting out an API that does not answer for at most
+    /// `self.patience` (exponential backoff from 250 ms to 5 s).
+    async fn get_patiently(&self, path: &str, id: &str) -> anyhow::Result<Value> {
+        let since = Instant::now();
+        let attempt = || self.try_call(reqwest::Method::GET, path, None);
+        attempt
+            .retry(
+                ExponentialBuilder::default()
+                    .with_min_delay(Duration::from_millis(250))
+                    .with_max_delay(Duration::from_secs(5))
+                    .with_total_delay(Some(self.patience))
+                    .without_max_times(),
+            )
+            .sleep(tokio::time::sleep)
+            .when(|e: &CallError| e.unreachable)
+            .notify(|e: &CallError, wait: Duration| {
+                eprintln!("warning: {e}; the server may be restarting, retrying in {wait:.1?}")
+            })
+            .await
+            .map_err(|e| {
+                if e.unreachable {
+                    anyhow::anyhow!(
+                        "the server at {} did not answer for {:.0?} while following investigation {id} ({e}); \
+                         it goes on in the fleet: `tracelab --server {} investigations show {id}`",
+                        self.base,
+                        since.elapsed(),
+                        self.base
+                    )
+                } else {
+                    anyhow::Error::new(e)
+                }
+            })
     }
 
     pub async fn investigate(
@@ -108,7 +182,7 @@ impl Remote {
         let path = format!("/api/investigations/{id}");
         loop {
             let view = tokio::select! {
-                view = self.call(reqwest::Method::GET, &path, None) => view?,
+                view = self.get_patiently(&path, &id) => view?,
                 _ = tokio::signal::ctrl_c() => {
                     eprintln!("stopped following; investigation {id} goes on in the fleet");
                     return Ok(ExitCode::from(130));

@@ -54,6 +54,10 @@ struct Process {
     child: Child,
     log: PathBuf,
     health: String,
+    /// How it was started, for [`Fleet::restart`].
+    service: String,
+    extra: Vec<String>,
+    health_port: u16,
 }
 
 /// A running fleet. Dropping it kills every process.
@@ -180,7 +184,12 @@ impl Fleet {
 
     fn spawn(&mut self, name: &str, service: &str, extra: &[String], health_port: u16) {
         let log = self.logs.path().join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
+        // A restarted process appends to the log of the one before it.
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log file");
         let mut command = Command::new(binary(service));
         if service == "investigator"
             && let Some(toml) = &self.options.investigator_config
@@ -206,6 +215,9 @@ impl Fleet {
                 child,
                 log,
                 health: format!("http://127.0.0.1:{health_port}"),
+                service: service.to_string(),
+                extra: extra.to_vec(),
+                health_port,
             },
         );
     }
@@ -260,6 +272,18 @@ impl Fleet {
         let p = self.processes.get_mut(name).expect("process");
         let _ = p.child.kill();
         let _ = p.child.wait();
+    }
+
+    /// Starts `name` again as it was started (same ports and settings)
+    /// after it was killed or terminated, and waits until it is ready.
+    pub async fn restart(&mut self, name: &str) {
+        let p = self.processes.get_mut(name).expect("process");
+        if p.child.try_wait().expect("process status").is_none() {
+            panic!("{name} is still running: kill or terminate it first");
+        }
+        let (service, extra, port) = (p.service.clone(), p.extra.clone(), p.health_port);
+        self.spawn(name, &service, &extra, port);
+        self.wait_ready_one(name).await;
     }
 
     /// SIGTERM, then waits for a clean exit; returns the exit status.

@@ -134,3 +134,59 @@ async fn tracelab_report_then_investigate_from_the_evidence() {
         "python3 -m pytest -q test_app.py::test_add"
     );
 }
+
+/// A client following an investigation rides out a crash and restart of
+/// the API (kill -9 of the investigator, which serves it): it retries with
+/// backoff and prints the report once the restarted fleet decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn following_an_investigation_rides_out_a_restart_of_the_api() {
+    let Some(b) = backends() else { return };
+    // Slow enough (1 s a run) that the investigation is still running when
+    // the API dies.
+    let s = scenarios::linear_regression(8, 5, 1.0);
+    let repo = s.repo.path().display().to_string();
+    let mut fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let cli = Command::new(tracelab())
+        .args(["--server", &fleet.api, "investigate", "--repo", &repo])
+        .args([
+            "--test",
+            &s.test_command,
+            "--format",
+            "json",
+            "--parallel",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tracelab");
+    let submitted = std::time::Instant::now();
+    loop {
+        let (status, list) = fleet.get("/api/investigations?limit=5").await;
+        if status == 200
+            && list["investigations"]
+                .as_array()
+                .is_some_and(|l| !l.is_empty())
+        {
+            break;
+        }
+        assert!(
+            submitted.elapsed() < std::time::Duration::from_secs(30),
+            "{list}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    fleet.kill("investigator");
+    // The client polls a dead API for a while.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    fleet.restart("investigator").await;
+    let out = tokio::task::spawn_blocking(move || cli.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", fleet.logs());
+    assert!(stderr.contains("the server may be restarting"), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report on stdout");
+    assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
+}
