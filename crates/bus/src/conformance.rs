@@ -226,6 +226,48 @@ pub async fn poison_message_is_dead_lettered_at_once(bus: &dyn Bus) {
     assert!(meta.error.starts_with("InvalidArgument"), "{}", meta.error);
 }
 
+/// A rejected message of a raw-input stream (intake) is dead-lettered by
+/// reference: the unredacted payload and the publisher's headers stay out.
+pub async fn raw_input_is_dead_lettered_by_reference(bus: &dyn Bus) {
+    let topology = bus.topology();
+    let secret = "password=hunter2 token=ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    let message = Message::new(topology.intake("ci-failures"), "raw-1", secret.to_string())
+        .with_header("Authorization", "Bearer sk-live-secret");
+    bus.publish(message).await.expect("publish raw input");
+    let spec = ConsumerSpec::new(topology.intake_stream(), "intake-reader");
+    let mut consumer = bus.consumer(spec).await.unwrap();
+    let d = next(&mut consumer, "raw input").await;
+    let settled = d
+        .settle(Outcome::Reject {
+            reason: "InvalidArgument: not a CI report".into(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(settled, Settled::DeadLettered { .. }),
+        "{settled:?}"
+    );
+    let mut dlq = dead_letters(bus).await;
+    let letter = next(&mut dlq, "dead letter").await;
+    let meta = DeadLetter::read(&letter.message).expect("dead-letter headers");
+    assert_eq!(meta.original_id, "raw-1");
+    assert_eq!(meta.original_subject, topology.intake("ci-failures"));
+    assert!(letter.message.payload.is_empty(), "raw payload kept");
+    assert_eq!(
+        letter
+            .message
+            .headers
+            .get(crate::dead_letter::PAYLOAD_DROPPED),
+        Some(&secret.len().to_string())
+    );
+    assert!(
+        !letter.message.headers.contains_key("Authorization"),
+        "{:?}",
+        letter.message.headers
+    );
+    letter.ack().await.unwrap();
+}
+
 /// Three consumers sharing the work queue process twelve jobs exactly once.
 pub async fn work_queue_is_shared(bus: &dyn Bus) {
     let ids: Vec<String> = (0..12).map(|i| format!("job-{i:02}")).collect();
@@ -365,6 +407,7 @@ macro_rules! conformance_tests {
             nak_redelivers_after_delay,
             failing_job_is_dead_lettered,
             poison_message_is_dead_lettered_at_once,
+            raw_input_is_dead_lettered_by_reference,
             work_queue_is_shared,
             crashed_consumer_job_is_redelivered,
             progress_keeps_a_long_job,

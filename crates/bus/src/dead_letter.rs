@@ -1,6 +1,9 @@
 //! Dead letters: a message that could not be processed, republished to
 //! `<prefix>.dlq.<original subject>` with the original payload, id and trace
-//! context plus headers saying where it came from and why it failed.
+//! context plus headers saying where it came from and why it failed. A
+//! message of a stream of raw input ([`crate::StreamSpec::raw_payload`]) is
+//! dead-lettered by reference: its id, subject, size and the reason, never
+//! its unredacted payload or its publisher's headers.
 
 use crate::message::Message;
 
@@ -8,6 +11,8 @@ pub const ORIGINAL_SUBJECT: &str = "Tracelab-Original-Subject";
 pub const ORIGINAL_ID: &str = "Tracelab-Original-Id";
 pub const DELIVERY_COUNT: &str = "Tracelab-Delivery-Count";
 pub const ERROR: &str = "Tracelab-Error";
+/// Set when the payload was left out: the original's size in bytes.
+pub const PAYLOAD_DROPPED: &str = "Tracelab-Payload-Dropped-Bytes";
 
 /// The metadata of a dead letter, read back from its headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,15 +24,28 @@ pub struct DeadLetter {
 }
 
 impl DeadLetter {
-    /// The dead letter to publish for `original`, which failed on delivery `delivered`.
-    pub fn wrap(original: &Message, dlq_subject: String, delivered: u32, error: &str) -> Message {
-        let mut m = Message::new(
-            dlq_subject,
-            format!("dlq:{}", original.id),
-            original.payload.clone(),
-        );
+    /// The dead letter to publish for `original`, which failed on delivery
+    /// `delivered`; `raw` leaves its payload and headers out (see the module doc).
+    pub fn wrap(
+        original: &Message,
+        dlq_subject: String,
+        delivered: u32,
+        error: &str,
+        raw: bool,
+    ) -> Message {
+        let payload = if raw {
+            bytes::Bytes::new()
+        } else {
+            original.payload.clone()
+        };
+        let mut m = Message::new(dlq_subject, format!("dlq:{}", original.id), payload);
         m.traceparent = original.traceparent.clone();
-        m.headers = original.headers.clone();
+        if raw {
+            m.headers
+                .insert(PAYLOAD_DROPPED.into(), original.payload.len().to_string());
+        } else {
+            m.headers = original.headers.clone();
+        }
         // Headers are single-line; keep the reason readable and bounded.
         let error: String = error
             .replace(['\r', '\n'], " ")
@@ -63,6 +81,7 @@ mod tests {
             "t.dlq.t.jobs.verify".into(),
             3,
             "Internal: boom\nline two",
+            false,
         );
         assert_eq!(d.id, "dlq:j1");
         assert_eq!(d.traceparent.as_deref(), Some("00-abc-def-01"));

@@ -107,6 +107,8 @@ impl JetStreamBus {
                 },
                 duplicate_window: spec.duplicate_window,
                 max_age: spec.max_age.unwrap_or_default(),
+                max_bytes: spec.max_bytes,
+                discard: stream::DiscardPolicy::New,
                 storage: stream::StorageType::File,
                 ..Default::default()
             };

@@ -196,7 +196,10 @@ impl Delivery {
     pub async fn dead_letter(self, reason: &str) -> Result<()> {
         let topology = self.bus.topology();
         let subject = topology.dead_letter(&self.message.subject);
-        let letter = DeadLetter::wrap(&self.message, subject, self.delivered, reason);
+        let raw = topology
+            .stream_for(&self.message.subject)
+            .is_some_and(|s| s.raw_payload);
+        let letter = DeadLetter::wrap(&self.message, subject, self.delivered, reason, raw);
         self.bus.publish(letter).await?;
         self.acker.term().await
     }

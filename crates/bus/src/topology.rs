@@ -25,6 +25,14 @@ pub struct StreamSpec {
     pub duplicate_window: Duration,
     /// `None` keeps messages until they are consumed (work queues) or forever.
     pub max_age: Option<Duration>,
+    /// The stream's size limit. A full stream refuses new messages (the
+    /// publisher gets an error and retries, or leaves the event in the
+    /// outbox) rather than dropping unconsumed ones.
+    pub max_bytes: i64,
+    /// Payloads are raw, unredacted input (CI reports before ingest read
+    /// them): a dead letter keeps a reference to such a message, never its
+    /// payload or its publisher's headers.
+    pub raw_payload: bool,
 }
 
 impl StreamSpec {
@@ -42,6 +50,11 @@ pub struct Topology {
 }
 
 const DAY: Duration = Duration::from_secs(24 * 3600);
+/// Stream size limits. JetStream reserves a stream's `max_bytes` from the
+/// server's file store when the stream is created, so they are sized for
+/// what each stream holds (small protobuf events; raw CI reports waiting for
+/// an ingest), not generously: a full stream refuses new messages.
+const MIB: i64 = 1 << 20;
 
 impl Topology {
     /// The production topology (`tracelab.…` subjects, `TRACELAB_…` streams).
@@ -68,6 +81,8 @@ impl Topology {
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(7 * DAY),
+                max_bytes: 512 * MIB,
+                raw_payload: false,
             },
             StreamSpec {
                 name: format!("{upper}_INVESTIGATIONS"),
@@ -75,6 +90,8 @@ impl Topology {
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(30 * DAY),
+                max_bytes: 512 * MIB,
+                raw_payload: false,
             },
             StreamSpec {
                 name: format!("{upper}_JOBS_VERIFY"),
@@ -82,6 +99,8 @@ impl Topology {
                 retention: Retention::WorkQueue,
                 duplicate_window: dup,
                 max_age: None,
+                max_bytes: 128 * MIB,
+                raw_payload: false,
             },
             StreamSpec {
                 name: format!("{upper}_DLQ"),
@@ -89,6 +108,8 @@ impl Topology {
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(30 * DAY),
+                max_bytes: 128 * MIB,
+                raw_payload: false,
             },
             // Raw evidence CI systems publish for the ingest (work queue:
             // one ingest takes each message; removed once processed).
@@ -98,6 +119,8 @@ impl Topology {
                 retention: Retention::WorkQueue,
                 duplicate_window: dup,
                 max_age: None,
+                max_bytes: 512 * MIB,
+                raw_payload: true,
             },
         ];
         Self {

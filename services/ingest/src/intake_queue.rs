@@ -86,7 +86,13 @@ pub async fn handle(ingest: &Ingest, delivery: &Delivery) -> Result<()> {
         };
         submit_when_admitted(ingest, submission).await
     };
-    let summary = submitted.await.map_err(|r| r.into_error())?;
+    // The reason goes to the dead letter's headers and the logs: redacted,
+    // since a parse error may quote the raw input.
+    let summary = submitted.await.map_err(|r| {
+        let mut error = r.into_error();
+        error.message = ingest.redact(&error.message);
+        error
+    })?;
     tracing::info!(
         subject = %message.subject,
         failures = summary.failures,

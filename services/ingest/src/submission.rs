@@ -142,6 +142,12 @@ impl Ingest {
         }
     }
 
+    /// `text` with secrets and personal data redacted, for error messages
+    /// that may quote the input they refused.
+    pub fn redact(&self, text: &str) -> String {
+        self.redactor.redact_text(text).into_owned()
+    }
+
     pub fn limits(&self) -> &RequestLimits {
         &self.limits
     }
