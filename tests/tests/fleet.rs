@@ -777,3 +777,53 @@ async fn an_investigation_whose_api_died_before_publishing_is_still_investigated
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Requests the fleet must not run are refused at submission with the
+/// reason (400), before anything is stored: code on the command line, a
+/// program inside the repository, a command timeout beyond the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_api_refuses_inline_code_repository_programs_and_unbounded_timeouts() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::linear_regression(3, 1, 0.0);
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let cases = [
+        (
+            json!({"test_command": "python3 -c 'import os; print(open(\"/proc/1/environ\").read())'"}),
+            "code given on the command line",
+        ),
+        (
+            json!({"test_command": "./python3 test_app.py"}),
+            "inside the repository",
+        ),
+        (
+            json!({"command_timeout_ms": 10 * 3600 * 1000u64}),
+            "longer than the limit",
+        ),
+    ];
+    for (change, reason) in cases {
+        let mut body = request(&s, "E2E-REFUSE");
+        for (k, v) in change.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let refused = fleet
+            .http()
+            .post(format!("{}/api/investigations", fleet.api))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 400, "{body}");
+        let answer: Value = refused.json().await.unwrap();
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(reason),
+            "{answer}"
+        );
+    }
+    let (status, list) = fleet.get("/api/investigations").await;
+    assert_eq!(status, 200);
+    assert_eq!(list["investigations"], json!([]), "nothing was stored");
+}

@@ -90,6 +90,12 @@ impl Default for EngineConfig {
     }
 }
 
+/// The longest a single command may be given. An investigation runs the
+/// test dozens of times (re-runs, probes, the contract's steps), so a test
+/// slower than this is not one it can diagnose in useful time, and an
+/// unbounded timeout lets one request hold a sandbox slot forever.
+pub const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
+
 impl EngineConfig {
     pub fn validate(&self) -> Result<()> {
         if self.parallelism == 0 || self.parallelism > 64 {
@@ -97,6 +103,12 @@ impl EngineConfig {
         }
         if self.command_timeout.is_zero() {
             return Err(Error::invalid("the command timeout must be positive"));
+        }
+        if self.command_timeout > MAX_COMMAND_TIMEOUT {
+            return Err(Error::invalid(format!(
+                "the command timeout {:?} is longer than the limit of {:?}",
+                self.command_timeout, MAX_COMMAND_TIMEOUT
+            )));
         }
         if self.max_patch_attempts == 0 || self.max_hypotheses == 0 {
             return Err(Error::invalid(

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_bus::{Bus, JetStreamBus};
-use tracelab_domain::allowlist::Allowlist;
 use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::ports::InvestigationStore;
@@ -16,6 +15,7 @@ use tracelab_domain::state::Transition;
 use tracelab_domain::{Error, Result};
 use tracelab_fleet::events::{ids, steps};
 use tracelab_fleet::outbox;
+use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
 use tracelab_proto::events::v1::{InvestigationRequested, Limits};
 use tracelab_store::{Created, NewInvestigation, PgStore};
 
@@ -23,8 +23,10 @@ pub struct Api {
     pub store: PgStore,
     pub bus: Arc<JetStreamBus>,
     pub verification_deadline: Duration,
-    /// The commands investigations may run (default plus the service's extra programs).
-    pub allowlist: Allowlist,
+    /// The service's sandbox settings: the commands investigations may run
+    /// and the limits a request may ask for are checked against them at
+    /// submission, so a bad request is refused (400), not FAILED later.
+    pub sandbox: SandboxSettings,
     /// Local checkouts of repositories evidence names by URL.
     pub repositories: crate::repositories::RepositoryMap,
 }
@@ -129,7 +131,6 @@ impl Api {
             Some(t) if !t.trim().is_empty() => t.trim().to_string(),
             _ => return Err(Error::invalid("test_command or evidence_id is required")),
         };
-        self.allowlist.parse(&test_command)?;
         if !Path::new(&request.repository).join(".git").exists() {
             return Err(Error::invalid(format!(
                 "{} is not a git repository the services can read",
@@ -157,6 +158,9 @@ impl Api {
             }),
             requested_by: caller.name.clone(),
         };
+        engine_config(event.limits.as_ref(), &self.sandbox)?
+            .allowlist
+            .parse(&test_command)?;
         let topology = self.bus.topology().clone();
         let announce = outbox::message(
             topology.investigation_step(&id.0, steps::REQUESTED),

@@ -88,7 +88,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         store: store.clone(),
         bus: bus.clone(),
         verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
-        allowlist: tracelab_fleet::sandbox::engine_config(None, &settings.sandbox)?.allowlist,
+        sandbox: settings.sandbox.clone(),
         repositories: repositories::RepositoryMap::new(&settings.repositories),
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
