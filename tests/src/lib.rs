@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tracelab_testkit::backends::{backend, unique_name};
+use tracelab_testkit::backends::{TEST_STREAM_BYTES, backend, unique_name};
 use tracelab_testkit::ports::free_port;
 
 /// Where the backends are.
@@ -178,6 +178,7 @@ impl Fleet {
             "fleet.drain_seconds=30".into(),
             "fleet.outbox_relay_seconds=1".into(),
             "fleet.outbox_grace_seconds=2".into(),
+            format!("fleet.stream_max_bytes={TEST_STREAM_BYTES}"),
             format!("ack_wait_seconds={}", self.options.ack_wait_seconds),
         ]
     }
@@ -320,6 +321,11 @@ impl Fleet {
             .collect()
     }
 
+    /// This fleet's subjects and streams (as its services created them).
+    pub fn topology(&self) -> tracelab_bus::Topology {
+        tracelab_bus::Topology::with_prefix(&self.prefix).with_stream_limit(TEST_STREAM_BYTES)
+    }
+
     pub fn http(&self) -> &reqwest::Client {
         &self.http
     }
@@ -383,6 +389,26 @@ impl Drop for Fleet {
         for p in self.processes.values_mut() {
             let _ = p.child.kill();
             let _ = p.child.wait();
+        }
+        // Its streams go too: each holds a reservation on the server's file
+        // store, and a server the suite runs against for long would run out.
+        // (A thread with its own runtime: this may run inside a test's.)
+        let (nats, topology) = (self.backends.nats.clone(), self.topology());
+        let deleted = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let bus = tracelab_bus::JetStreamBus::connect(&nats, topology)
+                    .await
+                    .ok()?;
+                bus.delete_streams().await.ok()
+            })
+        })
+        .join();
+        if !matches!(deleted, Ok(Some(()))) {
+            eprintln!("could not delete the streams of fleet {}", self.prefix);
         }
     }
 }

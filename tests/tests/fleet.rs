@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::RwLock;
-use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message, Topology};
+use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message};
 use tracelab_domain::ids::HypothesisId;
 use tracelab_e2e::{Backends, Fleet, FleetOptions, backends, pytest_junit};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
@@ -356,7 +356,7 @@ async fn a_poison_message_is_dead_lettered_and_the_verifier_keeps_going() {
     let Some(b) = backends() else { return };
     let _servers = SERVERS.read().await;
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
-    let topology = Topology::with_prefix(&fleet.prefix);
+    let topology = fleet.topology();
     let bus = JetStreamBus::connect(&b.nats, topology.clone())
         .await
         .unwrap();
@@ -734,7 +734,7 @@ async fn an_investigation_whose_api_died_before_publishing_is_still_investigated
         requested_by: "a crashed API".into(),
         ..InvestigationRequested::default()
     };
-    let topology = Topology::with_prefix(&fleet.prefix);
+    let topology = fleet.topology();
     let announce = tracelab_fleet::outbox::message(
         topology.investigation_step(&id.0, "requested"),
         ids::requested(&id.0),

@@ -129,6 +129,21 @@ impl Topology {
         }
     }
 
+    /// The same topology with `max_bytes` as the size limit of the streams
+    /// that hold events and raw input, and a quarter of it for the verify
+    /// jobs and the dead letters. JetStream reserves each limit from the
+    /// server's file store when it creates the stream, so tests that create
+    /// many topologies on one server give them small limits.
+    pub fn with_stream_limit(mut self, max_bytes: i64) -> Self {
+        let quarter = (max_bytes / 4).max(1);
+        for spec in &mut self.streams {
+            let small = spec.retention == Retention::WorkQueue && !spec.raw_payload
+                || spec.name.ends_with("_DLQ");
+            spec.max_bytes = if small { quarter } else { max_bytes };
+        }
+        self
+    }
+
     pub fn prefix(&self) -> &str {
         &self.prefix
     }

@@ -7,7 +7,8 @@ use tracelab_bus::{JetStreamBus, Topology, conformance_tests};
 
 async fn bus() -> Option<JetStreamBus> {
     let url = common::backend("TRACELAB_TEST_NATS")?;
-    let topology = Topology::with_prefix(&common::unique_prefix("t"));
+    let topology = Topology::with_prefix(&common::unique_prefix("t"))
+        .with_stream_limit(tracelab_testkit::backends::TEST_STREAM_BYTES);
     Some(
         JetStreamBus::connect(&url, topology)
             .await

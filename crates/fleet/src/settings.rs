@@ -22,6 +22,10 @@ pub struct FleetSettings {
     /// An outbox row older than this was not published by its writer (which
     /// publishes right after its commit): the relay publishes it.
     pub outbox_grace_seconds: u64,
+    /// Size limit of the evidence, investigations and intake streams (a
+    /// quarter of it for verify jobs and dead letters); applies when a
+    /// stream is created.
+    pub stream_max_bytes: i64,
 }
 
 impl Default for FleetSettings {
@@ -35,6 +39,7 @@ impl Default for FleetSettings {
             drain_seconds: 60,
             outbox_relay_seconds: 5,
             outbox_grace_seconds: 10,
+            stream_max_bytes: 512 << 20,
         }
     }
 }
@@ -42,6 +47,7 @@ impl Default for FleetSettings {
 impl FleetSettings {
     pub fn topology(&self) -> tracelab_bus::Topology {
         tracelab_bus::Topology::with_prefix(&self.subject_prefix)
+            .with_stream_limit(self.stream_max_bytes)
     }
 
     /// The outbox relay's pace: (how often, how old a row must be).

@@ -19,6 +19,12 @@ pub fn backend(var: &str) -> Option<String> {
     }
 }
 
+/// The stream size limit tests give their topologies (`Topology::
+/// with_stream_limit`, `fleet.stream_max_bytes`): JetStream reserves a
+/// stream's limit from the server's file store, and the suite creates
+/// dozens of topologies on one server.
+pub const TEST_STREAM_BYTES: i64 = 16 << 20;
+
 /// A name no other test (or earlier run) uses: for schemas, stream prefixes, labels.
 pub fn unique_name(tag: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -19,7 +19,7 @@ use tracelab_ingest_service::{Listeners, Settings, auth::TokenSetting, serve};
 use tracelab_proto::events::v1::EvidenceRecorded;
 use tracelab_service::Shutdown;
 use tracelab_store::{PgOptions, PgStore};
-use tracelab_testkit::backends::{backend, unique_name};
+use tracelab_testkit::backends::{TEST_STREAM_BYTES, backend, unique_name};
 
 const JUNIT: &str = include_str!("../../../crates/ingest/tests/corpus/junit_pytest.xml");
 
@@ -46,6 +46,7 @@ impl Service {
         settings.fleet.postgres_url = postgres.clone();
         settings.fleet.postgres_schema = name.clone();
         settings.fleet.subject_prefix = name.clone();
+        settings.fleet.stream_max_bytes = TEST_STREAM_BYTES;
         settings.fleet.drain_seconds = 2;
         settings.redaction_key = "a-test-secret-redaction-key".into();
         configure(&mut settings);
@@ -85,7 +86,7 @@ impl Service {
         )
         .await
         .expect("connect to PostgreSQL");
-        let topology = Topology::with_prefix(&name);
+        let topology = Topology::with_prefix(&name).with_stream_limit(TEST_STREAM_BYTES);
         let bus = JetStreamBus::connect(&nats, topology.clone())
             .await
             .expect("connect to NATS");
