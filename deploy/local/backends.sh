@@ -7,14 +7,23 @@
 #   backends.sh env                print the `export TRACELAB_TEST_...=` lines for the tests
 #   backends.sh restart-nats       stop and start nats-server (same store dir: streams survive)
 #   backends.sh restart-postgres   fast restart of the PostgreSQL cluster (data survives)
+#   backends.sh crash-nats         SIGKILL nats-server, then start it again (a crash, not a shutdown)
+#   backends.sh reset-nats         stop nats-server, delete its store (every stream), start it again
+#   backends.sh crash-postgres     immediate shutdown of PostgreSQL (no checkpoint: recovery on start), then start
+#   (restart-nats and crash-nats fail when the running server was not started by this script)
 #   backends.sh status             say what is running
 #
 # Knobs (environment): TRACELAB_BACKENDS_DIR (state dir, default
 # /tmp/tracelab-backends), TRACELAB_NATS_PORT (14222), TRACELAB_PG_PORT (15432).
 #
 # The PostgreSQL cluster trusts every loopback connection and runs with
-# fsync=off: it is for tests only and never holds data worth keeping. The
-# connection is plain TCP without TLS (loopback only).
+# fsync=off: it is for tests only and never holds data worth keeping. That
+# survives a crash of the server process (the OS keeps its page cache), not
+# of the machine. synchronous_commit stays on: with it off, a crash of the
+# server (crash-postgres) loses commits it had already acknowledged, which
+# the crash tests found as an investigation back in CREATED after the
+# investigator had moved it on. The connection is plain TCP without TLS
+# (loopback only).
 set -euo pipefail
 
 STATE_DIR="${TRACELAB_BACKENDS_DIR:-/tmp/tracelab-backends}"
@@ -133,7 +142,7 @@ start_pg() {
         log "PostgreSQL already running on 127.0.0.1:$PG_PORT"
     else
         as_pg "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 60 \
-            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $PG_SOCK -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -k $PG_SOCK -c fsync=off -c full_page_writes=off -c max_connections=300" \
             start >/dev/null || { tail -n 20 "$PG_LOG" >&2; exit 1; }
         log "PostgreSQL started on 127.0.0.1:$PG_PORT"
     fi
@@ -153,6 +162,24 @@ stop_pg() {
         as_pg "$(pg_bin_dir)/pg_ctl" -D "$PG_DATA" -m fast -w stop >/dev/null
         log "PostgreSQL stopped"
     fi
+}
+
+# SIGKILL of the nats-server this script started (fails when there is none).
+crash_nats() {
+    local pid
+    pid="$(nats_pid)"
+    [ -n "$pid" ] || { log "no nats-server started by this script is running"; exit 1; }
+    kill -KILL "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    rm -f "$STATE_DIR/nats.pid"
+    log "nats-server killed (SIGKILL)"
+}
+
+crash_pg() {
+    pg_running || { log "PostgreSQL is not running"; exit 1; }
+    as_pg "$(pg_bin_dir)/pg_ctl" -D "$PG_DATA" -m immediate -w stop >/dev/null
+    log "PostgreSQL stopped without a checkpoint (-m immediate)"
+    start_pg
 }
 
 restart_pg() {
@@ -178,16 +205,27 @@ case "${1:-}" in
         ;;
     env) print_env ;;
     restart-nats)
+        [ -n "$(nats_pid)" ] || { log "no nats-server started by this script is running"; exit 1; }
         stop_nats
         start_nats
         ;;
     restart-postgres) restart_pg ;;
+    crash-nats)
+        crash_nats
+        start_nats
+        ;;
+    crash-postgres) crash_pg ;;
+    reset-nats)
+        stop_nats
+        rm -rf "$NATS_DIR"
+        start_nats
+        ;;
     status)
         if [ -n "$(nats_pid)" ]; then echo "nats-server: running (pid $(nats_pid))"; else echo "nats-server: stopped"; fi
         if pg_running; then echo "postgres: running"; else echo "postgres: stopped"; fi
         ;;
     *)
-        echo "usage: $0 start|stop|env|restart-nats|restart-postgres|status" >&2
+        echo "usage: $0 start|stop|env|restart-nats|restart-postgres|crash-nats|crash-postgres|reset-nats|status" >&2
         exit 2
         ;;
 esac
