@@ -352,7 +352,7 @@ async fn a_verifier_killed_mid_job_is_replaced_and_results_are_stored_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_poison_message_is_dead_lettered_and_the_verifier_keeps_going() {
+async fn a_poison_message_on_every_subject_is_dead_lettered_and_the_fleet_keeps_going() {
     let Some(b) = backends() else { return };
     let _servers = SERVERS.read().await;
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
@@ -360,13 +360,26 @@ async fn a_poison_message_is_dead_lettered_and_the_verifier_keeps_going() {
     let bus = JetStreamBus::connect(&b.nats, topology.clone())
         .await
         .unwrap();
-    bus.publish(Message::new(
+    // Every subject a service consumes gets garbage: the verifiers' work
+    // queue, the investigator's requests, the arbiter's two steps, the
+    // policy's suggestions and ingest's raw intake.
+    let subjects = [
         topology.verify_jobs(),
-        "poison-1",
-        &b"\xff\x00 not a protobuf job"[..],
-    ))
-    .await
-    .unwrap();
+        topology.investigation_step("poison", "requested"),
+        topology.investigation_step("poison", "arbitrate.proposed"),
+        topology.investigation_step("poison", "arbitrate.verified.1"),
+        topology.evidence("suggested"),
+        topology.intake("ci-failures"),
+    ];
+    for (i, subject) in subjects.iter().enumerate() {
+        bus.publish(Message::new(
+            subject.clone(),
+            format!("poison-{i}"),
+            &b"\xff\x00 not a protobuf job"[..],
+        ))
+        .await
+        .unwrap();
+    }
     let mut dlq = bus
         .consumer(
             ConsumerSpec::new(topology.dead_letter_stream(), "e2e-dlq")
@@ -374,18 +387,39 @@ async fn a_poison_message_is_dead_lettered_and_the_verifier_keeps_going() {
         )
         .await
         .unwrap();
-    let letter = dlq
-        .next(Duration::from_secs(60))
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("no dead letter\n{}", fleet.logs()));
-    let meta = DeadLetter::read(&letter.message).expect("dead-letter headers");
-    assert_eq!(meta.original_id, "poison-1");
-    assert_eq!(meta.original_subject, topology.verify_jobs());
-    assert!(meta.error.contains("not a valid"), "{}", meta.error);
-    letter.ack().await.unwrap();
+    let mut letters = std::collections::BTreeMap::new();
+    while letters.len() < subjects.len() {
+        let letter = dlq
+            .next(Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap_or_else(|| {
+                panic!(
+                    "dead letters for {:?} only\n{}",
+                    letters.keys().collect::<Vec<_>>(),
+                    fleet.logs()
+                )
+            });
+        let meta = DeadLetter::read(&letter.message).expect("dead-letter headers");
+        assert!(meta.original_id.starts_with("poison-"), "{meta:?}");
+        letters.insert(
+            meta.original_subject.clone(),
+            (meta, letter.message.payload.clone()),
+        );
+        letter.ack().await.unwrap();
+    }
+    for subject in &subjects {
+        let (meta, payload) = &letters[subject];
+        assert_eq!(meta.delivered, 1, "poison is not retried: {meta:?}");
+        assert!(!meta.error.is_empty(), "{meta:?}");
+        // Raw intake is dead-lettered by reference, the rest with the payload.
+        assert_eq!(
+            payload.is_empty(),
+            *subject == topology.intake("ci-failures")
+        );
+    }
 
-    // The same verifier still does real work.
+    // The same services still do real work.
     let s = scenarios::linear_regression(6, 3, 0.0);
     let id = fleet.submit(request(&s, "AFTER-POISON")).await;
     let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
