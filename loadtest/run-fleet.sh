@@ -73,7 +73,11 @@ evidence_done=""
 for v in "${verifier_list[@]}"; do
     log "fleet with $v verifier(s)"
     fleet_up=1
-    api="$(TRACELAB_VERIFIERS="$v" deploy/local/up.sh | tail -n 1)"
+    up="$(TRACELAB_VERIFIERS="$v" deploy/local/up.sh)"
+    api="$(tail -n 1 <<<"$up")"
+    # The fleet refuses callers without its token (the line before the URL).
+    TRACELAB_TOKEN="$(sed -n 's/^TRACELAB_TOKEN=//p' <<<"$up" | tail -n 1)"
+    export TRACELAB_TOKEN
     log "API at $api; $COUNT investigations, $CONCURRENCY at once"
     load "$OUT/investigations-v$v.json" investigations --api "$api" \
         --count "$COUNT" --concurrency "$CONCURRENCY" --repos "$REPOS" \

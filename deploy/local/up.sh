@@ -2,7 +2,11 @@
 # Starts a whole TraceLab fleet on this machine for a person to try:
 # NATS with JetStream and PostgreSQL (installed from Debian packages when
 # missing, state under $TRACELAB_FLEET_DIR), then the service binaries
-# (built in release mode). Prints the API URL on its last line.
+# (built in release mode). The services refuse to run without tokens, so it
+# makes one (kept in $TRACELAB_FLEET_DIR/tokens.env, mode 600) that the API
+# (as admin), ingest and the indexer accept, and prints
+# `TRACELAB_TOKEN=<token>` on the line before the API URL, which stays the
+# last line (`eval "$(deploy/local/up.sh | tail -n 2 | head -n 1 | sed 's/^/export /')"`).
 #
 #   deploy/local/up.sh                 # then: tracelab --server http://127.0.0.1:8080 investigate …
 #   deploy/local/down.sh               # stops what up.sh started
@@ -22,13 +26,27 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tra
 
 log() { echo "up: $*" >&2; }
 
+mkdir -p "$FLEET_DIR/logs"
+# One token for this machine's fleet, made once.
+if [ ! -s "$FLEET_DIR/tokens.env" ]; then
+    (umask 077; echo "TRACELAB_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$FLEET_DIR/tokens.env")
+fi
+FLEET_TOKEN="$(sed -n 's/^TRACELAB_TOKEN=//p' "$FLEET_DIR/tokens.env")"
+
 if [ -s "$FLEET_DIR/pids" ]; then
     log "a fleet is already running from $FLEET_DIR (deploy/local/down.sh stops it)"
+    echo "TRACELAB_TOKEN=$FLEET_TOKEN"
     echo "http://127.0.0.1:$API_PORT"
     exit 0
 fi
 
-mkdir -p "$FLEET_DIR/logs"
+# Settings files holding the token (mode 600; never on a command line).
+(
+    umask 077
+    printf '[[tokens]]\nname = "local"\ntoken = "%s"\nrole = "admin"\n' "$FLEET_TOKEN" > "$FLEET_DIR/investigator.toml"
+    printf '[[tokens]]\nname = "local"\ntoken = "%s"\n' "$FLEET_TOKEN" > "$FLEET_DIR/ingest.toml"
+    cp "$FLEET_DIR/ingest.toml" "$FLEET_DIR/indexer.toml"
+)
 deploy/local/backends.sh start
 eval "$(deploy/local/backends.sh env)"
 
@@ -53,10 +71,13 @@ start() { # name binary health-port settings...
 
 # Ports from the API port: +1 investigations gRPC, +2 ingest HTTP, +3 OTLP
 # logs gRPC, +4 arbiter health, +6 indexer health, +7 indexer gRPC, +10+i verifiers.
-start investigator tracelab-investigator "$API_PORT" --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
-start ingest tracelab-ingest-service $((API_PORT + 2)) --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
+start investigator tracelab-investigator "$API_PORT" --config "$FLEET_DIR/investigator.toml" \
+    --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
+start ingest tracelab-ingest-service $((API_PORT + 2)) --config "$FLEET_DIR/ingest.toml" \
+    --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
 # On one machine any local repository may be indexed; a deployment lists its roots.
-start indexer tracelab-indexer $((API_PORT + 6)) --set "grpc_listen=127.0.0.1:$((API_PORT + 7))" \
+start indexer tracelab-indexer $((API_PORT + 6)) --config "$FLEET_DIR/indexer.toml" \
+    --set "grpc_listen=127.0.0.1:$((API_PORT + 7))" \
     --set "allow_any_repository=true"
 start arbiter tracelab-arbiter $((API_PORT + 4))
 for i in $(seq 1 "$VERIFIERS"); do
@@ -79,4 +100,6 @@ done < "$FLEET_DIR/pids"
 log "gRPC investigations API: 127.0.0.1:$((API_PORT + 1))"
 log "ingest: http://127.0.0.1:$((API_PORT + 2)) (POST /v1/ci-failures, /v1/logs); OTLP logs gRPC 127.0.0.1:$((API_PORT + 3))"
 log "indexer gRPC (tracelab.index.v1.Retrieval): 127.0.0.1:$((API_PORT + 7))"
+log "the API, ingest and the indexer want the token below (the CLI reads TRACELAB_TOKEN)"
+echo "TRACELAB_TOKEN=$FLEET_TOKEN"
 echo "http://127.0.0.1:$API_PORT"

@@ -81,7 +81,7 @@ pub struct Fleet {
 /// This package's service binary `tracelab-<name>` (`ingest-service` for the
 /// ingest: `tracelab-ingest` is the evidence library). Cargo builds a package's
 /// binaries before its integration tests, next to their `deps/` folder.
-fn binary(name: &str) -> PathBuf {
+pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe
         .parent()
@@ -129,6 +129,8 @@ impl Fleet {
                     "verification_deadline_seconds={}",
                     options.verification_deadline_seconds
                 ),
+                // The tests call the API without tokens (auth has its own tests).
+                "allow_unauthenticated=true".into(),
             ],
             rest,
         );
@@ -147,6 +149,7 @@ impl Fleet {
             &[
                 format!("listen=127.0.0.1:{ingest}"),
                 format!("grpc_listen=127.0.0.1:{otlp}"),
+                "allow_unauthenticated=true".into(),
             ],
             ingest,
         );
@@ -159,6 +162,7 @@ impl Fleet {
                 format!("listen=127.0.0.1:{health}"),
                 format!("grpc_listen=127.0.0.1:{retrieval}"),
                 "allow_any_repository=true".into(),
+                "allow_unauthenticated=true".into(),
             ],
             health,
         );

@@ -861,3 +861,118 @@ async fn the_api_refuses_inline_code_repository_programs_and_unbounded_timeouts(
     assert_eq!(status, 200);
     assert_eq!(list["investigations"], json!([]), "nothing was stored");
 }
+
+/// Secure by default: without tokens and without the explicit development
+/// flag, the services that serve callers refuse to start and say why.
+#[test]
+fn services_without_tokens_refuse_to_start() {
+    for (service, what) in [
+        ("investigator", "no API tokens configured"),
+        ("ingest-service", "no intake tokens configured"),
+        ("indexer", "no indexer tokens configured"),
+    ] {
+        let ports = [
+            tracelab_testkit::ports::free_port(),
+            tracelab_testkit::ports::free_port(),
+        ];
+        let out = std::process::Command::new(tracelab_e2e::binary(service))
+            .args(["--set", &format!("listen=127.0.0.1:{}", ports[0])])
+            .args(["--set", &format!("grpc_listen=127.0.0.1:{}", ports[1])])
+            .output()
+            .expect("start the service");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{service} started: {stderr}");
+        assert!(stderr.contains(what), "{service}: {stderr}");
+        assert!(
+            stderr.contains("allow_unauthenticated"),
+            "{service}: {stderr}"
+        );
+    }
+}
+
+/// With tokens configured, every route of the REST API answers 401 without
+/// a token (or with an unknown one) and 403 below its role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let (viewer, reviewer) = ("viewer-token-0123456789", "reviewer-token-0123456789");
+    let options = FleetOptions {
+        investigator_config: Some(format!(
+            "[[tokens]]\nname = \"v\"\ntoken = \"{viewer}\"\nrole = \"viewer\"\n\
+             [[tokens]]\nname = \"r\"\ntoken = \"{reviewer}\"\nrole = \"reviewer\"\n"
+        )),
+        ..FleetOptions::default()
+    };
+    let fleet = Fleet::start(&b, options).await;
+    let s = scenarios::linear_regression(3, 1, 0.0);
+    let id = "0192f0c4-0000-7000-8000-000000000000";
+    // (method, path, body, least role: 0 viewer, 1 reviewer)
+    let routes: [(&str, String, Option<Value>, u8); 7] = [
+        ("GET", "/api/investigations".into(), None, 0),
+        (
+            "POST",
+            "/api/investigations".into(),
+            Some(request(&s, "AUTH")),
+            1,
+        ),
+        ("GET", format!("/api/investigations/{id}"), None, 0),
+        (
+            "GET",
+            format!("/api/investigations/{id}/hypotheses"),
+            None,
+            0,
+        ),
+        (
+            "POST",
+            format!("/api/investigations/{id}/approve"),
+            Some(json!({})),
+            1,
+        ),
+        (
+            "POST",
+            format!("/api/investigations/{id}/reject"),
+            Some(json!({})),
+            1,
+        ),
+        ("GET", format!("/api/hypotheses/{id}-h1/evidence"), None, 0),
+    ];
+    let call = |method: &str, path: &str, body: &Option<Value>, token: Option<&str>| {
+        let mut r = fleet
+            .http()
+            .request(method.parse().unwrap(), format!("{}{path}", fleet.api));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        if let Some(body) = body {
+            r = r.json(body);
+        }
+        r.send()
+    };
+    for (method, path, body, least) in &routes {
+        for token in [None, Some("not-a-known-token-at-all")] {
+            let status = call(method, path, body, token).await.unwrap().status();
+            assert_eq!(status, 401, "{method} {path} with {token:?}");
+        }
+        let as_viewer = call(method, path, body, Some(viewer))
+            .await
+            .unwrap()
+            .status();
+        if *least == 1 {
+            assert_eq!(as_viewer, 403, "{method} {path} as viewer");
+        } else {
+            assert!(
+                ![401, 403].contains(&as_viewer.as_u16()),
+                "{method} {path} as viewer: {as_viewer}"
+            );
+        }
+        let as_reviewer = call(method, path, body, Some(reviewer))
+            .await
+            .unwrap()
+            .status();
+        assert!(
+            ![401, 403].contains(&as_reviewer.as_u16()),
+            "{method} {path} as reviewer: {as_reviewer}"
+        );
+    }
+}

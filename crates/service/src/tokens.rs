@@ -28,6 +28,30 @@ impl TokenTable<String> {
     }
 }
 
+/// Secure by default: a service with no tokens configured refuses to start
+/// unless `allow_unauthenticated` (a development machine), and says loudly
+/// that it runs open when allowed. `what` names the tokens (`API tokens`),
+/// `open_means` what an open service lets any caller do.
+pub fn require_tokens(
+    open: bool,
+    allow_unauthenticated: bool,
+    what: &str,
+    open_means: &str,
+) -> Result<()> {
+    match (open, allow_unauthenticated) {
+        (false, _) => Ok(()),
+        (true, true) => {
+            tracing::warn!(
+                "UNAUTHENTICATED: no {what} configured and allow_unauthenticated is set: {open_means}; use this on a development machine only"
+            );
+            Ok(())
+        }
+        (true, false) => Err(Error::invalid(format!(
+            "no {what} configured: set [[tokens]] in the settings (or a Secret), or, on a development machine only, allow_unauthenticated = true ({open_means})"
+        ))),
+    }
+}
+
 /// Shortest token accepted in settings.
 pub const MIN_TOKEN_LEN: usize = 16;
 
@@ -91,6 +115,14 @@ impl<T> TokenTable<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_tokens_refuses_to_start_unless_allowed() {
+        let e = require_tokens(true, false, "API tokens", "every caller is admin").unwrap_err();
+        assert!(e.message.contains("allow_unauthenticated"), "{e}");
+        assert!(require_tokens(true, true, "API tokens", "every caller is admin").is_ok());
+        assert!(require_tokens(false, false, "API tokens", "every caller is admin").is_ok());
+    }
 
     fn entry(name: &str, token: &str) -> (String, String, String) {
         (name.into(), token.into(), name.into())

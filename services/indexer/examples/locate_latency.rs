@@ -73,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
         listen: format!("127.0.0.1:{}", port()??),
         grpc_listen: format!("127.0.0.1:{}", port()??),
         repository_roots: vec![repo.clone()],
+        allow_unauthenticated: true,
         ..Settings::default()
     };
     let shutdown = Shutdown::new();

@@ -45,9 +45,12 @@ pub struct Settings {
     pub cache_dir: String,
     /// Index / locate jobs running at once (each may use several cores).
     pub concurrency: usize,
-    /// Bearer tokens callers must send (`authorization` metadata); none = an
-    /// open API (one machine only: the index holds the repositories' code).
+    /// Bearer tokens callers must send (`authorization` metadata); without
+    /// any the service refuses to start unless `allow_unauthenticated`.
     pub tokens: Vec<NamedToken>,
+    /// Serve the index without tokens: a development machine only (the
+    /// index holds the repositories' code).
+    pub allow_unauthenticated: bool,
 }
 
 impl Default for Settings {
@@ -61,6 +64,7 @@ impl Default for Settings {
             cache_dir: String::new(),
             concurrency: 2,
             tokens: Vec::new(),
+            allow_unauthenticated: false,
         }
     }
 }
@@ -99,6 +103,13 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let health_addr = listeners.health.local_addr()?;
     let grpc_addr = listeners.grpc.local_addr()?;
+    let tokens = TokenTable::named("indexer token", &settings.tokens)?;
+    tracelab_service::tokens::require_tokens(
+        tokens.is_open(),
+        settings.allow_unauthenticated,
+        "indexer tokens",
+        "any caller may read the indexed code",
+    )?;
     let roots = Arc::new(roots::Roots::new(
         &settings.repository_roots,
         settings.allow_any_repository,
@@ -130,10 +141,6 @@ pub async fn serve(
         health::routes(readiness),
         shutdown.clone(),
     ));
-    let tokens = TokenTable::named("indexer token", &settings.tokens)?;
-    if tokens.is_open() {
-        tracing::warn!("no indexer tokens configured: any caller may read the indexed code");
-    }
     let grpc_server = tokio::spawn(grpc::serve(
         listeners.grpc,
         service,

@@ -62,9 +62,13 @@ pub struct Settings {
     /// HMAC key for redaction pseudonyms; empty = the library's public
     /// development key (a warning is logged). Set a secret in production.
     pub redaction_key: String,
-    /// Bearer tokens; each names its source. None = open intake, the source
-    /// is `X-TraceLab-Source` or the peer address.
+    /// Bearer tokens; each names its source. Without any the service refuses
+    /// to start unless `allow_unauthenticated` (then the source is
+    /// `X-TraceLab-Source` or the peer address).
     pub tokens: Vec<auth::TokenSetting>,
+    /// Accept evidence without tokens: a development machine only (without
+    /// tokens the service refuses to start otherwise).
+    pub allow_unauthenticated: bool,
     pub limits: LimitSettings,
     /// When a failure group deserves an investigation (protected branches, thresholds).
     pub policy: Policy,
@@ -82,6 +86,7 @@ impl Default for Settings {
             grpc_listen: "127.0.0.1:4317".into(),
             redaction_key: String::new(),
             tokens: Vec::new(),
+            allow_unauthenticated: false,
             limits: LimitSettings::default(),
             policy: Policy::default(),
             intake_concurrency: 2,
@@ -214,11 +219,12 @@ pub async fn serve(
         .transpose()?;
     let parts = intake_parts(&settings)?;
     let auth = auth::Auth::new(&settings.tokens)?;
-    if auth.is_open() {
-        tracing::warn!(
-            "no intake tokens configured: any caller may send evidence (source = X-TraceLab-Source or peer address)"
-        );
-    }
+    tracelab_service::tokens::require_tokens(
+        auth.is_open(),
+        settings.allow_unauthenticated,
+        "intake tokens",
+        "any caller may send evidence (source = X-TraceLab-Source or peer address)",
+    )?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
     let ingest = Arc::new(submission::Ingest::new(store.clone(), bus.clone(), parts));

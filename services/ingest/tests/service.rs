@@ -48,6 +48,7 @@ impl Service {
         settings.fleet.subject_prefix = name.clone();
         settings.fleet.stream_max_bytes = TEST_STREAM_BYTES;
         settings.fleet.drain_seconds = 2;
+        settings.allow_unauthenticated = true;
         settings.redaction_key = "a-test-secret-redaction-key".into();
         configure(&mut settings);
         let loopback = || tokio::net::TcpListener::bind("127.0.0.1:0");

@@ -46,8 +46,11 @@ pub struct Settings {
     /// How long verifiers get before the arbiter decides without them.
     pub verification_deadline_seconds: u64,
     pub sandbox: SandboxSettings,
-    /// API bearer tokens; none = no authentication (one machine only).
+    /// API bearer tokens; without any the service refuses to start unless
+    /// `allow_unauthenticated`.
     pub tokens: Vec<auth::TokenSetting>,
+    /// Serve without tokens, every caller an admin: a development machine only.
+    pub allow_unauthenticated: bool,
     /// Start the investigations ingest's failure-group policy suggests
     /// (`<prefix>.evidence.suggested`) when their evidence says how.
     pub auto_investigate: bool,
@@ -68,6 +71,7 @@ impl Default for Settings {
             verification_deadline_seconds: 1800,
             sandbox: SandboxSettings::default(),
             tokens: Vec::new(),
+            allow_unauthenticated: false,
             auto_investigate: true,
             repositories: Default::default(),
         }
@@ -76,14 +80,17 @@ impl Default for Settings {
 
 /// Runs the API servers and the worker until `shutdown`.
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let auth = auth::Auth::new(&settings.tokens)?;
+    tracelab_service::tokens::require_tokens(
+        auth.is_open(),
+        settings.allow_unauthenticated,
+        "API tokens",
+        "the API accepts every caller as admin",
+    )?;
     let rest_listener = http::bind(&settings.listen).await?;
     let grpc_listener = http::bind(&settings.grpc_listen).await?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
-    let auth = auth::Auth::new(&settings.tokens)?;
-    if auth.is_open() {
-        tracing::warn!("no API tokens configured: the API accepts every caller as admin");
-    }
     let api = Arc::new(api::Api {
         store: store.clone(),
         bus: bus.clone(),

@@ -90,6 +90,7 @@ pub async fn start_with_tokens(
         allow_any_repository: false,
         cache_dir: cache.path().display().to_string(),
         concurrency,
+        allow_unauthenticated: tokens.is_empty(),
         tokens,
         ..Settings::default()
     };
