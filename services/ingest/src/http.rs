@@ -1,6 +1,8 @@
 //! The HTTP intake: `POST /v1/ci-failures` and `POST /v1/logs` (content types
 //! in [`crate::body`]). Each request: source (token or header or peer) →
-//! body read with the limit (413 past it, checked again after gzip) →
+//! room reserved in the admission bound for the body (its declared length,
+//! or the limit when undeclared or gzipped; 429 Busy when full) → body read
+//! with the limit (413 past it, checked again after gzip) →
 //! [`Ingest::submit`] → 202 with the [`crate::submission::Summary`], or the
 //! [`Rejection`]'s answer.
 
@@ -103,7 +105,12 @@ async fn submit(
     logs: bool,
 ) -> Result<Response, Rejection> {
     let source = source(&state, &headers, peer)?;
+    let declared = header_str(&headers, header::CONTENT_LENGTH)
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|_| header_str(&headers, header::CONTENT_ENCODING).is_none());
+    let reading = state.ingest.reserve_upload(declared)?;
     let bytes = read(&headers, body, state.ingest.limits().max_body_bytes).await?;
+    drop(reading);
     let input = if logs {
         Input::Logs(body::log_encoding(
             header_str(&headers, header::CONTENT_TYPE),

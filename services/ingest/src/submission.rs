@@ -157,6 +157,17 @@ impl Ingest {
         self.options.limits.max_records
     }
 
+    /// Room in the in-flight bound for a body of at most `declared` bytes
+    /// (the request limit when it is not declared or compressed) while it is
+    /// read off the wire: concurrent large uploads are told to retry (Busy)
+    /// instead of being buffered without bound before admission. Drop the
+    /// permit once the body is read; [`Ingest::submit`] admits the work.
+    pub fn reserve_upload(&self, declared: Option<usize>) -> Result<Permit, Rejection> {
+        let limit = self.limits.max_body_bytes;
+        self.admission
+            .try_admit(declared.map_or(limit, |d| d.min(limit)))
+    }
+
     /// Rate per source, then the in-flight bound.
     fn admit(&self, source: &str, cost: u32, bytes: usize) -> Result<Permit, Rejection> {
         self.limiter.check(source, cost)?;

@@ -919,3 +919,63 @@ async fn no_planted_secret_reaches_the_tables_or_the_events() {
     );
     s.stop().await;
 }
+
+/// Room for a body is reserved before it is read: while one large upload
+/// is still arriving, another request that would not fit is told to retry
+/// (429 Busy with Retry-After) rather than buffered; once the first upload
+/// ends, requests are admitted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_are_admitted_before_their_bodies_are_buffered() {
+    use tokio::io::AsyncWriteExt;
+    let Some(s) = Service::start(|settings| {
+        settings.limits.body_bytes = 1_000_000;
+        settings.limits.admission_bytes = 1_000_000;
+    })
+    .await
+    else {
+        return;
+    };
+    // A slow client: declares the largest body and sends its first bytes only.
+    let addr = s.http.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(
+        format!(
+            "POST /v1/logs HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/x-ndjson\r\ncontent-length: 1000000\r\n\r\n{{\"msg\": \"first"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    slow.flush().await.unwrap();
+    let body = ci_report("0123456789abcdef0123456789abcdef01234567", "main").to_string();
+    let mut busy = None;
+    for _ in 0..50 {
+        let (status, headers, answer) = s
+            .post("/v1/ci-failures", "application/json", body.clone(), &[])
+            .await;
+        if status == 429 {
+            busy = Some((headers, answer));
+            break;
+        }
+        // The slow upload may not have reached the service yet.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (headers, answer) = busy.expect("a request that does not fit beside the upload is refused");
+    assert!(headers.contains_key("retry-after"), "{headers:?}");
+    assert!(answer.to_string().contains("busy"), "{answer}");
+    // The upload gives up: its room is free again.
+    drop(slow);
+    let mut admitted = false;
+    for _ in 0..50 {
+        let (status, _, _) = s
+            .post("/v1/ci-failures", "application/json", body.clone(), &[])
+            .await;
+        if status == 202 {
+            admitted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(admitted, "requests are admitted once the upload is gone");
+    s.stop().await;
+}
