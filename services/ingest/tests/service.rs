@@ -935,32 +935,38 @@ async fn uploads_are_admitted_before_their_bodies_are_buffered() {
     else {
         return;
     };
-    // A slow client: declares the largest body and sends its first bytes only.
+    // A slow client: declares the largest body and sends its first bytes
+    // only. (Should one of our own requests be in flight when its headers
+    // arrive, the slow upload is the one refused: then it tries again.)
     let addr = s.http.trim_start_matches("http://").to_string();
-    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    slow.write_all(
-        format!(
-            "POST /v1/logs HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/x-ndjson\r\ncontent-length: 1000000\r\n\r\n{{\"msg\": \"first"
-        )
-        .as_bytes(),
-    )
-    .await
-    .unwrap();
-    slow.flush().await.unwrap();
     let body = ci_report("0123456789abcdef0123456789abcdef01234567", "main").to_string();
-    let mut busy = None;
-    for _ in 0..50 {
+    let mut refused = None;
+    let mut slow = None;
+    for _attempt in 0..5 {
+        let mut upload = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        upload
+            .write_all(
+                format!(
+                    "POST /v1/logs HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/x-ndjson\r\ncontent-length: 1000000\r\n\r\n{{\"msg\": \"first"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        upload.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let (status, headers, answer) = s
             .post("/v1/ci-failures", "application/json", body.clone(), &[])
             .await;
         if status == 429 {
-            busy = Some((headers, answer));
+            refused = Some((headers, answer));
+            slow = Some(upload);
             break;
         }
-        // The slow upload may not have reached the service yet.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(status, 202, "{answer}");
     }
-    let (headers, answer) = busy.expect("a request that does not fit beside the upload is refused");
+    let (headers, answer) =
+        refused.expect("a request that does not fit beside the upload is refused");
     assert!(headers.contains_key("retry-after"), "{headers:?}");
     assert!(answer.to_string().contains("busy"), "{answer}");
     // The upload gives up: its room is free again.
