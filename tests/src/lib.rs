@@ -37,6 +37,9 @@ pub struct FleetOptions {
     /// A TOML settings file for the investigator (`--config`), e.g. its
     /// `[repositories]` map; `--set` flags still win over it.
     pub investigator_config: Option<String>,
+    /// `sandbox.kind` of the investigator and the verifiers: `local` or
+    /// `docker` (the image of `deploy/sandbox/build-base-image.sh`).
+    pub sandbox: &'static str,
 }
 
 impl Default for FleetOptions {
@@ -46,6 +49,7 @@ impl Default for FleetOptions {
             ack_wait_seconds: 5,
             verification_deadline_seconds: 600,
             investigator_config: None,
+            sandbox: "local",
         }
     }
 }
@@ -131,6 +135,7 @@ impl Fleet {
                 ),
                 // The tests call the API without tokens (auth has its own tests).
                 "allow_unauthenticated=true".into(),
+                format!("sandbox.kind={}", options.sandbox),
             ],
             rest,
         );
@@ -230,7 +235,11 @@ impl Fleet {
     /// Starts one more verifier named `name`.
     pub fn add_verifier(&mut self, name: &str) {
         let port = free_port();
-        let extra = [format!("listen=127.0.0.1:{port}"), format!("name={name}")];
+        let extra = [
+            format!("listen=127.0.0.1:{port}"),
+            format!("name={name}"),
+            format!("sandbox.kind={}", self.options.sandbox),
+        ];
         self.spawn(name, "verifier", &extra, port);
     }
 

@@ -976,3 +976,54 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
         );
     }
 }
+
+/// The fleet with the Docker sandbox (the investigator's reproduction and
+/// search, the verifier's contract): the same diagnosis, and every stored
+/// experiment says it ran in a container of the sandbox image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_fleet_in_docker_sandboxes_verifies_the_culprit() {
+    let Some(b) = backends() else { return };
+    if tracelab_testkit::backends::backend("TRACELAB_TEST_DOCKER").is_none() {
+        return;
+    }
+    let _servers = SERVERS.read().await;
+    let s = scenarios::linear_regression(6, 3, 0.0);
+    let options = FleetOptions {
+        sandbox: "docker",
+        ..FleetOptions::default()
+    };
+    let fleet = Fleet::start(&b, options).await;
+    let id = fleet.submit(request(&s, "E2E-DOCKER")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(600)).await;
+    let report = &view["report"];
+    assert_eq!(
+        report["verdict"],
+        "regression",
+        "{report}\n{}",
+        fleet.logs()
+    );
+    assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
+    assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
+    let winner = revert_stored_once(&fleet, report).await;
+    let stored = store_of(&fleet)
+        .await
+        .hypothesis(&winner)
+        .await
+        .unwrap()
+        .unwrap();
+    for e in &stored.experiments {
+        assert!(
+            e.sandbox.starts_with("docker@"),
+            "{} ran in {}",
+            e.command,
+            e.sandbox
+        );
+    }
+    assert!(
+        report["reproduction"]["sandbox"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("docker@"),
+        "{report}"
+    );
+}
