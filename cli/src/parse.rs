@@ -36,7 +36,15 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     for failure in &output.failures {
         match args.format {
-            Format::Json => writeln!(stdout, "{}", serde_json::to_string(failure)?)?,
+            Format::Json => {
+                // The failure plus its exact group key: what the fleet's
+                // ingest groups it under.
+                let mut value = serde_json::to_value(failure)?;
+                if let Some(object) = value.as_object_mut() {
+                    object.insert("group_key".into(), failure.group_key().to_string().into());
+                }
+                writeln!(stdout, "{}", serde_json::to_string(&value)?)?
+            }
             Format::Markdown => {
                 let value = serde_json::to_value(failure)?;
                 let field = |k: &str| {

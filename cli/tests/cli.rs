@@ -298,6 +298,14 @@ fn parse_prints_one_redacted_failure_per_line() {
         "innermost frame last"
     );
     assert!(failure["stack_signature"].is_string() && failure["error_signature"].is_string());
+    // The exact group key ingest would file it under (the stack signature
+    // when there are in-app frames).
+    let key = failure["group_key"].as_str().expect("group_key");
+    assert!(
+        key.contains(failure["stack_signature"].as_str().unwrap()),
+        "{key} vs {}",
+        failure["stack_signature"]
+    );
 
     let garbage = dir.path().join("garbage.bin");
     std::fs::write(
