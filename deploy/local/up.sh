@@ -71,8 +71,9 @@ start() { # name binary health-port settings...
 
 # Ports from the API port: +1 investigations gRPC, +2 ingest HTTP, +3 OTLP
 # logs gRPC, +4 arbiter health, +6 indexer health, +7 indexer gRPC, +10+i verifiers.
+# One machine: the local sandbox (tests run as this user) is allowed here.
 start investigator tracelab-investigator "$API_PORT" --config "$FLEET_DIR/investigator.toml" \
-    --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
+    --set "grpc_listen=127.0.0.1:$((API_PORT + 1))" --set "sandbox.allow_local=true"
 start ingest tracelab-ingest-service $((API_PORT + 2)) --config "$FLEET_DIR/ingest.toml" \
     --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
 # On one machine any local repository may be indexed; a deployment lists its roots.
@@ -81,7 +82,8 @@ start indexer tracelab-indexer $((API_PORT + 6)) --config "$FLEET_DIR/indexer.to
     --set "allow_any_repository=true"
 start arbiter tracelab-arbiter $((API_PORT + 4))
 for i in $(seq 1 "$VERIFIERS"); do
-    start "verifier-$i" tracelab-verifier $((API_PORT + 10 + i)) --set "name=verifier-$i"
+    start "verifier-$i" tracelab-verifier $((API_PORT + 10 + i)) --set "name=verifier-$i" \
+        --set "sandbox.allow_local=true"
 done
 
 while read -r pid name port; do

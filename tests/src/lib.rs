@@ -136,6 +136,7 @@ impl Fleet {
                 // The tests call the API without tokens (auth has its own tests).
                 "allow_unauthenticated=true".into(),
                 format!("sandbox.kind={}", options.sandbox),
+                "sandbox.allow_local=true".into(),
             ],
             rest,
         );
@@ -239,6 +240,7 @@ impl Fleet {
             format!("listen=127.0.0.1:{port}"),
             format!("name={name}"),
             format!("sandbox.kind={}", self.options.sandbox),
+            "sandbox.allow_local=true".into(),
         ];
         self.spawn(name, "verifier", &extra, port);
     }

@@ -24,6 +24,11 @@ pub struct SandboxSettings {
     pub allow_inline_code: bool,
     /// Test commands may run a program from inside the repository (`./run-tests`).
     pub allow_repository_programs: bool,
+    /// The `local` sandbox runs tests as this service's own user, with its
+    /// network and whatever its files and environment hold: a service
+    /// refuses it unless this says so (a development machine, or a pod that
+    /// is itself the boundary).
+    pub allow_local: bool,
 }
 
 impl Default for SandboxSettings {
@@ -34,6 +39,7 @@ impl Default for SandboxSettings {
             allow: Vec::new(),
             allow_inline_code: false,
             allow_repository_programs: false,
+            allow_local: false,
         }
     }
 }
@@ -41,7 +47,14 @@ impl Default for SandboxSettings {
 /// Opens the configured provider (Docker: connects, removes orphans first).
 pub async fn provider(settings: &SandboxSettings) -> Result<Arc<dyn SandboxProvider>> {
     match settings.kind.as_str() {
+        "local" if !settings.allow_local => Err(Error::invalid(
+            "sandbox.kind = \"local\" runs tests as this service's user, with its network, files and environment; \
+             use sandbox.kind = \"docker\", or set sandbox.allow_local = true where that is acceptable (a development machine)",
+        )),
         "local" => {
+            tracing::warn!(
+                "local sandbox: tests run as this service's user, with its network and files"
+            );
             let mut local = LocalConfig::default();
             local
                 .allowlist
@@ -104,4 +117,23 @@ pub fn engine_config(limits: Option<&Limits>, sandbox: &SandboxSettings) -> Resu
     }
     config.validate()?;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_local_sandbox_is_refused_unless_allowed() {
+        let refused = match provider(&SandboxSettings::default()).await {
+            Err(e) => e,
+            Ok(_) => panic!("the local sandbox was opened without allow_local"),
+        };
+        assert!(refused.message.contains("allow_local"), "{refused}");
+        let allowed = SandboxSettings {
+            allow_local: true,
+            ..SandboxSettings::default()
+        };
+        assert!(provider(&allowed).await.is_ok());
+    }
 }
