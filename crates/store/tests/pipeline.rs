@@ -13,29 +13,16 @@ use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::state::InvestigationState;
 use tracelab_store::conformance::sample_report;
 use tracelab_store::{
-    Created, InvestigationStore, NewInvestigation, OutboxMessage, PgOptions, PgStore,
-    ProposalRecord, Recorded,
+    Created, InvestigationStore, NewInvestigation, OutboxMessage, PgStore, ProposalRecord, Recorded,
 };
 
 async fn store() -> Option<(PgStore, String)> {
-    let url = common::backend("TRACELAB_TEST_POSTGRES")?;
-    let schema = common::unique_prefix("p");
-    let options = PgOptions {
-        schema: Some(schema.clone()),
-        max_connections: 4,
-        ..PgOptions::default()
-    };
-    let store = PgStore::connect(&url, options)
-        .await
-        .expect("connect and migrate");
+    let (store, _, schema) = common::pg_store("p").await?;
     Some((store, schema))
 }
 
 async fn drop_schema(store: &PgStore, schema: &str) {
-    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .execute(store.pool())
-        .await
-        .expect("drop the test schema");
+    common::drop_schema(store, schema).await
 }
 
 fn event(id: &InvestigationId, step: &str) -> OutboxMessage {

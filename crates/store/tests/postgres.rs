@@ -15,28 +15,13 @@ struct Fixture {
 }
 
 async fn fixture() -> Option<Fixture> {
-    let url = common::backend("TRACELAB_TEST_POSTGRES")?;
-    let schema = common::unique_prefix("t");
-    let options = PgOptions {
-        schema: Some(schema.clone()),
-        max_connections: 4,
-        ..PgOptions::default()
-    };
-    let store = PgStore::connect(&url, options)
-        .await
-        .expect("connect and migrate");
+    let (store, url, schema) = common::pg_store("t").await?;
     Some(Fixture { url, schema, store })
 }
 
 impl Fixture {
     async fn drop_schema(self) {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP SCHEMA {} CASCADE",
-            self.schema
-        )))
-        .execute(self.store.pool())
-        .await
-        .expect("drop the test schema");
+        common::drop_schema(&self.store, &self.schema).await
     }
 }
 
