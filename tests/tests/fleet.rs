@@ -1027,3 +1027,48 @@ async fn the_fleet_in_docker_sandboxes_verifies_the_culprit() {
         "{report}"
     );
 }
+
+/// SIGTERM drains: a verifier told to stop while it verifies finishes the
+/// job in flight (within `fleet.drain_seconds`), stores the result, acks it
+/// and exits cleanly; a verifier started afterwards never runs that job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_verifier_stopped_mid_job_drains_it_and_exits_cleanly() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    // A slow test (0.4 s a run) so the verification takes several seconds.
+    let s = scenarios::linear_regression(12, 7, 0.4);
+    let mut fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let id = fleet.submit(request(&s, "DRAIN-1")).await;
+    let started = tokio::time::Instant::now();
+    while !fleet.log_of("verifier-1").contains("verifying") {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the verifier never started\n{}",
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = fleet.terminate("verifier-1");
+    assert!(status.success(), "{status}\n{}", fleet.logs());
+    let log = fleet.log_of("verifier-1");
+    assert!(log.contains("draining the job in flight"), "{log}");
+    assert!(!log.contains("drain time over"), "{log}");
+    fleet.add_verifier("verifier-2");
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    let report = &view["report"];
+    assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
+    let hid = revert_stored_once(&fleet, report).await;
+    let store = store_of(&fleet).await;
+    assert_eq!(
+        store.verified_by(&hid).await.unwrap().as_deref(),
+        Some("verifier-1"),
+        "the drained verifier stored its result"
+    );
+    assert_eq!(store.processed_count("verifier").await.unwrap(), 1);
+    assert!(
+        !fleet.log_of("verifier-2").contains("verifying"),
+        "the drained job ran again\n{}",
+        fleet.logs()
+    );
+}
