@@ -319,6 +319,14 @@ impl Fleet {
         }
     }
 
+    /// `GET /metrics` of one process (its health listener), as text.
+    pub async fn metrics_of(&self, name: &str) -> String {
+        let url = format!("{}/metrics", self.processes[name].health);
+        let r = self.http.get(&url).send().await.expect("GET /metrics");
+        assert!(r.status().is_success(), "{url}: {}", r.status());
+        r.text().await.expect("metrics text")
+    }
+
     pub fn log_of(&self, name: &str) -> String {
         std::fs::read_to_string(&self.processes[name].log).unwrap_or_default()
     }

@@ -128,6 +128,53 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
     assert_eq!(report["suspects"][0]["symbol"], "py:app.add", "{report}");
     revert_stored_once(&fleet, report).await;
 
+    // What each service counted, as Prometheus scrapes it.
+    let metric = |text: &str, name: &str, labels: &[&str]| -> Option<f64> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+            .find(|l| labels.iter().all(|label| l.contains(label)))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    let arbiter = fleet.metrics_of("arbiter").await;
+    assert_eq!(
+        metric(
+            &arbiter,
+            "tracelab_investigations_decided_total",
+            &["verdict=\"regression\""]
+        ),
+        Some(1.0),
+        "{arbiter}"
+    );
+    let investigator = fleet.metrics_of("investigator").await;
+    assert_eq!(
+        metric(&investigator, "tracelab_investigations_created_total", &[]),
+        Some(1.0),
+        "{investigator}"
+    );
+    assert!(
+        metric(
+            &investigator,
+            "tracelab_messages_total",
+            &["consumer=\"investigator\"", "outcome=\"ack\""]
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{investigator}"
+    );
+    let verifier = fleet.metrics_of("verifier-1").await;
+    assert_eq!(
+        metric(
+            &verifier,
+            "tracelab_verifications_total",
+            &["status=\"VERIFIED\"", "recorded=\"stored\""]
+        ),
+        Some(1.0),
+        "{verifier}"
+    );
+    assert!(
+        verifier.contains("tracelab_verification_seconds"),
+        "{verifier}"
+    );
+
     // The same question answered by the one-process pipeline.
     let local = embedded(&s).await;
     assert_eq!(report["verdict"], local.verdict.as_str());

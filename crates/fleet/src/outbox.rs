@@ -43,6 +43,7 @@ pub async fn relay_once(bus: &dyn Bus, store: &PgStore, grace: Duration) -> Resu
     let due = store.outbox_due(grace, RELAY_BATCH).await?;
     for message in &due {
         deliver(bus, store, message).await?;
+        metrics::counter!("tracelab_outbox_relayed_total").increment(1);
         tracing::info!(message = %message.id, subject = %message.subject, "outbox relay published an event its writer did not");
     }
     Ok(due.len())

@@ -183,6 +183,17 @@ async fn handle_one<H, Fut>(
         return;
     };
     let outcome = Outcome::from_result(&result);
+    let settled = match &outcome {
+        Outcome::Ack => "ack",
+        Outcome::Retry { .. } => "retry",
+        Outcome::Reject { .. } => "reject",
+    };
+    metrics::counter!("tracelab_messages_total", "consumer" => options.name.clone(), "outcome" => settled)
+        .increment(1);
+    if delivery.delivered > 1 {
+        metrics::counter!("tracelab_redeliveries_total", "consumer" => options.name.clone())
+            .increment(1);
+    }
     if let Err(e) = &result {
         tracing::warn!(parent: &span, error = %e, ?outcome, "handler failed");
     }

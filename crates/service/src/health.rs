@@ -1,7 +1,8 @@
 //! Liveness and readiness. `/healthz` says the process serves requests;
 //! `/readyz` runs every registered dependency check (with a timeout) and
 //! answers 503 while one fails or while the service drains for shutdown, so
-//! an orchestrator stops routing work to it.
+//! an orchestrator stops routing work to it. `/metrics` is the Prometheus
+//! scrape ([`crate::metrics`]).
 
 use crate::Shutdown;
 use axum::Json;
@@ -74,7 +75,9 @@ impl Readiness {
 
 /// `GET /healthz` and `GET /readyz`, to merge into a service's router.
 pub fn routes(readiness: Readiness) -> Router {
+    crate::metrics::handle();
     Router::new()
+        .route("/metrics", get(|| async { crate::metrics::render() }))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
         .with_state(Arc::new(readiness))

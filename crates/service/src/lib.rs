@@ -15,6 +15,7 @@ pub mod grpc;
 pub mod health;
 pub mod http;
 pub mod launch;
+pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
 pub mod tokens;

@@ -239,6 +239,12 @@ impl Arbiter {
             return Ok(());
         }
         tracing::info!(investigation = %id, verdict = report.verdict.as_str(), "decided");
+        metrics::counter!(
+            "tracelab_investigations_decided_total",
+            "verdict" => report.verdict.as_str(),
+            "at_deadline" => if overdue { "true" } else { "false" }
+        )
+        .increment(1);
         // Stored with the decision: the relay publishes it if this does not.
         if let Err(e) = outbox::deliver(self.bus.as_ref() as &dyn Bus, &self.store, &announce).await
         {

@@ -137,7 +137,10 @@ async fn ci_failures(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Rejection> {
-    submit(state, headers, peer, body, false).await
+    counted(
+        "ci-failures",
+        submit(state, headers, peer, body, false).await,
+    )
 }
 
 async fn logs(
@@ -146,5 +149,20 @@ async fn logs(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Rejection> {
-    submit(state, headers, peer, body, true).await
+    counted("logs", submit(state, headers, peer, body, true).await)
+}
+
+/// Counts each request by endpoint and outcome (`accepted` or the
+/// rejection's kind) for `/metrics`.
+fn counted(
+    endpoint: &'static str,
+    answer: Result<Response, Rejection>,
+) -> Result<Response, Rejection> {
+    let outcome = match &answer {
+        Ok(_) => "accepted",
+        Err(r) => r.kind(),
+    };
+    metrics::counter!("tracelab_ingest_requests_total", "endpoint" => endpoint, "outcome" => outcome)
+        .increment(1);
+    answer
 }

@@ -61,8 +61,8 @@ impl std::fmt::Display for Rejection {
 }
 
 impl Rejection {
-    /// Short machine-readable name for the JSON error body.
-    fn kind(&self) -> &'static str {
+    /// Short machine-readable name for the JSON error body and metrics.
+    pub fn kind(&self) -> &'static str {
         match self {
             Rejection::Refused(Refusal::TooLarge { .. }) => "too_large",
             Rejection::RateLimited { .. } => "rate_limited",

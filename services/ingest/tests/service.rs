@@ -302,6 +302,26 @@ async fn a_ci_failure_is_stored_grouped_and_announced_once() {
     assert_ne!(next["evidence_ids"], first["evidence_ids"]);
     assert_eq!(next["groups"][0]["observation"], "recurrence");
     assert_eq!(s.group_count(&key).await, 2);
+    // Counted for Prometheus (the recorder is per process: other tests in
+    // this binary count too, so at least these two).
+    let metrics = s
+        .client
+        .get(format!("{}/metrics", s.http))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let accepted = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("tracelab_ingest_requests_total{")
+                && l.contains("endpoint=\"ci-failures\"")
+                && l.contains("outcome=\"accepted\"")
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    assert!(accepted.is_some_and(|n| n >= 2.0), "{metrics}");
     s.stop().await;
 }
 

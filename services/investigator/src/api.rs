@@ -189,6 +189,7 @@ impl Api {
             tracing::warn!(investigation = %id, error = %e, "requested event left to the outbox relay");
         }
         tracing::info!(investigation = %id, by = %caller.name, "investigation requested");
+        metrics::counter!("tracelab_investigations_created_total").increment(1);
         self.get(&id.0).await
     }
 

@@ -138,11 +138,24 @@ impl Verifier {
             })?;
         if stored.status == HypothesisStatus::Pending {
             tracing::info!(hypothesis = %hypothesis_id, delivered = delivery.delivered, "verifying");
+            let started = std::time::Instant::now();
             let hypothesis = self.verify(&job).await?;
+            metrics::histogram!("tracelab_verification_seconds")
+                .record(started.elapsed().as_secs_f64());
             let recorded = self
                 .store
                 .record_verification(DURABLE, &delivery.message.id, &hypothesis, &self.name)
                 .await?;
+            metrics::counter!(
+                "tracelab_verifications_total",
+                "status" => hypothesis.status.as_str(),
+                "recorded" => match recorded {
+                    Recorded::Stored => "stored",
+                    Recorded::AlreadyRecorded => "already",
+                    Recorded::Late => "late",
+                }
+            )
+            .increment(1);
             match recorded {
                 Recorded::Late => {
                     tracing::warn!(hypothesis = %hypothesis.id, status = hypothesis.status.as_str(), "verified after the investigation was decided: kept as a late result")
