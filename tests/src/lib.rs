@@ -327,6 +327,19 @@ impl Fleet {
         r.text().await.expect("metrics text")
     }
 
+    /// Waits until `name`'s log says it started verifying a job.
+    pub async fn wait_until_verifying(&self, name: &str) {
+        let started = Instant::now();
+        while !self.log_of(name).contains("verifying") {
+            assert!(
+                started.elapsed() < Duration::from_secs(180),
+                "{name} never started verifying\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub fn log_of(&self, name: &str) -> String {
         std::fs::read_to_string(&self.processes[name].log).unwrap_or_default()
     }
@@ -434,6 +447,15 @@ impl Drop for Fleet {
             eprintln!("could not delete the streams of fleet {}", self.prefix);
         }
     }
+}
+
+/// Runs `deploy/local/backends.sh ARG` (restart-nats, crash-postgres, …)
+/// and fails the test when it fails.
+pub fn backends_script(arg: &str) {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local/backends.sh");
+    let status = Command::new(script).arg(arg).status().expect("backends.sh");
+    assert!(status.success(), "backends.sh {arg} failed");
 }
 
 /// Sends `sig` (a name: TERM, STOP, CONT) with the `kill` command.

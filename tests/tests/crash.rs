@@ -22,13 +22,12 @@
 
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 use tracelab_bus::{Bus, ConsumerSpec, JetStreamBus};
 use tracelab_domain::hypothesis::HypothesisStatus;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::state::InvestigationState;
-use tracelab_e2e::{Backends, Fleet, FleetOptions, backends};
+use tracelab_e2e::{Backends, Fleet, FleetOptions, backends, backends_script};
 use tracelab_store::{InvestigationStore, PgOptions, PgStore};
 use tracelab_testkit::scenarios;
 
@@ -97,15 +96,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn backends_script(arg: &str) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local/backends.sh");
-    let status = std::process::Command::new(script)
-        .arg(arg)
-        .status()
-        .expect("backends.sh");
-    assert!(status.success(), "backends.sh {arg} failed");
 }
 
 async fn store_of(fleet: &Fleet) -> PgStore {

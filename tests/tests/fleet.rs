@@ -7,7 +7,6 @@
 //! the others hold the read half, so a restart never hits a bystander.
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::RwLock;
@@ -362,15 +361,7 @@ async fn a_verifier_killed_mid_job_is_replaced_and_results_are_stored_once() {
     )
     .await;
     let id = fleet.submit(request(&s, "KILL-1")).await;
-    let started = tokio::time::Instant::now();
-    while !fleet.log_of("verifier-1").contains("verifying") {
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "the verifier never started\n{}",
-            fleet.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    fleet.wait_until_verifying("verifier-1").await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     fleet.kill("verifier-1");
     fleet.add_verifier("verifier-2");
@@ -519,18 +510,6 @@ async fn three_verifiers_share_twelve_hypotheses_and_each_is_processed_once() {
     assert_eq!(by.values().sum::<u32>(), 12);
 }
 
-fn backends_script() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local/backends.sh")
-}
-
-fn run_script(arg: &str) {
-    let status = std::process::Command::new(backends_script())
-        .arg(arg)
-        .status()
-        .expect("backends.sh");
-    assert!(status.success(), "backends.sh {arg} failed");
-}
-
 /// Restarts one shared server while an investigation is in flight; the
 /// investigation still ends with the right, verified culprit.
 async fn survives_restart(b: &Backends, what: &str) {
@@ -539,7 +518,7 @@ async fn survives_restart(b: &Backends, what: &str) {
     let fleet = Fleet::start(b, FleetOptions::default()).await;
     let id = fleet.submit(request(&s, "RESTART-1")).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    run_script(what);
+    tracelab_e2e::backends_script(what);
     let view = fleet.wait_decided(&id, Duration::from_secs(600)).await;
     assert_eq!(
         view["state"],
@@ -1086,15 +1065,7 @@ async fn a_verifier_stopped_mid_job_drains_it_and_exits_cleanly() {
     let s = scenarios::linear_regression(12, 7, 0.4);
     let mut fleet = Fleet::start(&b, FleetOptions::default()).await;
     let id = fleet.submit(request(&s, "DRAIN-1")).await;
-    let started = tokio::time::Instant::now();
-    while !fleet.log_of("verifier-1").contains("verifying") {
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "the verifier never started\n{}",
-            fleet.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    fleet.wait_until_verifying("verifier-1").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let status = fleet.terminate("verifier-1");
     assert!(status.success(), "{status}\n{}", fleet.logs());

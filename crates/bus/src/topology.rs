@@ -55,6 +55,8 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 /// what each stream holds (small protobuf events; raw CI reports waiting for
 /// an ingest), not generously: a full stream refuses new messages.
 const MIB: i64 = 1 << 20;
+/// The limit of the largest streams in the production topology.
+const DEFAULT_STREAM_BYTES: i64 = 512 * MIB;
 
 impl Topology {
     /// The production topology (`tracelab.…` subjects, `TRACELAB_…` streams).
@@ -81,7 +83,7 @@ impl Topology {
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(7 * DAY),
-                max_bytes: 512 * MIB,
+                max_bytes: DEFAULT_STREAM_BYTES,
                 raw_payload: false,
             },
             StreamSpec {
@@ -90,7 +92,7 @@ impl Topology {
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(30 * DAY),
-                max_bytes: 512 * MIB,
+                max_bytes: DEFAULT_STREAM_BYTES,
                 raw_payload: false,
             },
             StreamSpec {
@@ -99,7 +101,7 @@ impl Topology {
                 retention: Retention::WorkQueue,
                 duplicate_window: dup,
                 max_age: None,
-                max_bytes: 128 * MIB,
+                max_bytes: DEFAULT_STREAM_BYTES / 4,
                 raw_payload: false,
             },
             StreamSpec {
@@ -108,7 +110,7 @@ impl Topology {
                 retention: Retention::Limits,
                 duplicate_window: dup,
                 max_age: Some(30 * DAY),
-                max_bytes: 128 * MIB,
+                max_bytes: DEFAULT_STREAM_BYTES / 4,
                 raw_payload: false,
             },
             // Raw evidence CI systems publish for the ingest (work queue:
@@ -119,7 +121,7 @@ impl Topology {
                 retention: Retention::WorkQueue,
                 duplicate_window: dup,
                 max_age: None,
-                max_bytes: 512 * MIB,
+                max_bytes: DEFAULT_STREAM_BYTES,
                 raw_payload: true,
             },
         ];
@@ -129,17 +131,16 @@ impl Topology {
         }
     }
 
-    /// The same topology with `max_bytes` as the size limit of the streams
-    /// that hold events and raw input, and a quarter of it for the verify
-    /// jobs and the dead letters. JetStream reserves each limit from the
+    /// The same topology scaled so its largest streams (events, raw input)
+    /// hold `max_bytes`; the others keep their share (a quarter for verify
+    /// jobs and dead letters). JetStream reserves each limit from the
     /// server's file store when it creates the stream, so tests that create
     /// many topologies on one server give them small limits.
     pub fn with_stream_limit(mut self, max_bytes: i64) -> Self {
-        let quarter = (max_bytes / 4).max(1);
         for spec in &mut self.streams {
-            let small = spec.retention == Retention::WorkQueue && !spec.raw_payload
-                || spec.name.ends_with("_DLQ");
-            spec.max_bytes = if small { quarter } else { max_bytes };
+            let scaled = i128::from(spec.max_bytes) * i128::from(max_bytes)
+                / i128::from(DEFAULT_STREAM_BYTES);
+            spec.max_bytes = i64::try_from(scaled).unwrap_or(i64::MAX).max(1);
         }
         self
     }

@@ -458,39 +458,40 @@ impl PgStore {
         let body = serde_json::to_value(hypothesis)
             .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
         let mut tx = self.begin().await?;
-        let stored = sqlx::query("SELECT investigation_id, status FROM hypotheses WHERE id = $1")
-            .bind(&hypothesis.id.0)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?
-            .ok_or_else(|| {
-                Error::not_found(format!("hypothesis {} was never proposed", hypothesis.id))
-            })?;
-        let investigation = InvestigationId(stored.get(0));
+        let investigation: String =
+            sqlx::query_scalar("SELECT investigation_id FROM hypotheses WHERE id = $1")
+                .bind(&hypothesis.id.0)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?
+                .ok_or_else(|| {
+                    Error::not_found(format!("hypothesis {} was never proposed", hypothesis.id))
+                })?;
         // Lock order: the investigation, then its hypothesis (as save_decision).
-        state_in(&mut tx, &investigation).await?;
+        let state = state_in(&mut tx, &InvestigationId(investigation)).await?;
         if !record_once(&mut tx, consumer, message_id).await? {
             return Ok(Recorded::AlreadyRecorded);
         }
-        let updated = sqlx::query(
-            "UPDATE hypotheses SET status = $1, summary = $2, patch = $3, branch = $4, body = $5, verified_by = $6 \
-             WHERE id = $7 AND status = $8 \
-             AND (SELECT state FROM investigations WHERE id = $9) = $10",
-        )
-        .bind(hypothesis.status.as_str())
-        .bind(&hypothesis.summary)
-        .bind(&hypothesis.patch)
-        .bind(&hypothesis.branch)
-        .bind(&body)
-        .bind(verifier)
-        .bind(&hypothesis.id.0)
-        .bind(HypothesisStatus::Pending.as_str())
-        .bind(&investigation.0)
-        .bind(InvestigationState::Verifying.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if updated.rows_affected() == 0 {
+        let mut stored = 0;
+        if state == Some(InvestigationState::Verifying) {
+            stored = sqlx::query(
+                "UPDATE hypotheses SET status = $1, summary = $2, patch = $3, branch = $4, body = $5, verified_by = $6 \
+                 WHERE id = $7 AND status = $8",
+            )
+            .bind(hypothesis.status.as_str())
+            .bind(&hypothesis.summary)
+            .bind(&hypothesis.patch)
+            .bind(&hypothesis.branch)
+            .bind(&body)
+            .bind(verifier)
+            .bind(&hypothesis.id.0)
+            .bind(HypothesisStatus::Pending.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?
+            .rows_affected();
+        }
+        if stored == 0 {
             sqlx::query(
                 "INSERT INTO late_verifications (hypothesis_id, message_id, verifier, status, body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
             )

@@ -155,15 +155,16 @@ impl Arbiter {
     /// Decides `id` when nothing is pending (or `overdue`). Idempotent.
     pub async fn decide(&self, id: &InvestigationId, overdue: bool) -> Result<()> {
         const ATTEMPTS: usize = 3;
-        for attempt in 1..=ATTEMPTS {
+        let mut attempt = 1;
+        loop {
             match self.decide_once(id, overdue).await {
                 Err(e) if e.kind == ErrorKind::Conflict && attempt < ATTEMPTS => {
                     tracing::info!(investigation = %id, error = %e, "deciding again");
+                    attempt += 1;
                 }
                 other => return other,
             }
         }
-        unreachable!("the last attempt returns")
     }
 
     async fn decide_once(&self, id: &InvestigationId, overdue: bool) -> Result<()> {
