@@ -240,6 +240,22 @@ def check_manifests(text, values, c, scenario):
             c.that(pg.get("name") == want_secret, f"{where}: PostgreSQL secret {pg}")
         else:
             c.that(pg.get("key") in secrets.get(pg.get("name"), {}), f"{where}: PostgreSQL secret ref {pg} does not resolve")
+        if name in ("investigator", "verifier", "indexer"):
+            want = values["fleet"]["repositories"]
+            if text is not None:
+                got = settings["fleet"].get("repositories", {})
+                c.that(got.get("allow") == want["allow"] and got.get("credentials") == want["credentials"],
+                       f"{where}: fleet.repositories {got} vs values {want}")
+                c.that(isinstance(got.get("cache_max_bytes"), int), f"{where}: cache_max_bytes is not an integer")
+            c.that(mounts.get(want["cache_dir"]) == "repo-cache", f"{where}: no mirror cache at {want['cache_dir']}")
+            c.that("sizeLimit" in volumes.get("repo-cache", {}).get("emptyDir", {}), f"{where}: mirror cache without a size limit")
+            git = values["gitCredentials"]["existingSecret"]
+            if git:
+                c.that(mounts.get("/etc/tracelab/git") == "git-credentials"
+                       and volumes["git-credentials"]["secret"]["secretName"] == git,
+                       f"{where}: git credentials Secret not mounted")
+            else:
+                c.that("git-credentials" not in volumes, f"{where}: git credentials volume without a Secret")
         if text is not None:
             check_with_binary(name, text, env, secrets, settings, c, where)
         if name == "investigator":
@@ -298,7 +314,11 @@ SCENARIOS = [
         "verifier": {"autoscaling": {"enabled": True}, "settings": {"concurrency": 3, "ack_wait_seconds": 45}},
         "investigator": {"settings": {"verification_deadline_seconds": 2000000, "concurrency": 4,
                                       "repositories": {"https://github.com/acme/shop": "/var/lib/tracelab/repos/shop"}}},
-        "fleet": {"nats_url": "nats://nats-a:4222", "drain_seconds": 90},
+        "fleet": {"nats_url": "nats://nats-a:4222", "drain_seconds": 90,
+                  "repositories": {"allow": ["github.com/acme/*"], "credentials": [
+                      {"prefix": "https://github.com/acme/", "username": "x-access-token",
+                       "password_file": "/etc/tracelab/git/github-token"}]}},
+        "gitCredentials": {"existingSecret": "tracelab-git"},
         "ingest": {"redactionKey": {"existingSecret": "ingest-key"}, "tokens": {"existingSecret": "intake-tokens"}},
         "indexer": {"tokens": {"existingSecret": "indexer-tokens"}},
     }), True, None),

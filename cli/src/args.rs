@@ -200,7 +200,9 @@ pub struct RunOptions {
 
 #[derive(Debug, Args)]
 pub struct InvestigateArgs {
-    /// The git repository (any directory inside it).
+    /// The git repository: any directory inside a checkout, or a URL
+    /// (`https://…`, `ssh://…`, `git@host:path`, `git://…`) fetched into a
+    /// mirror in the user's cache (with --server: the fleet fetches it).
     #[arg(long)]
     pub repo: PathBuf,
     /// The test command, run without a shell, e.g. "python3 -m pytest tests/test_calc.py".

@@ -158,14 +158,49 @@ async fn investigate(
     if args.evidence.is_some() {
         anyhow::bail!("--evidence names evidence stored by a fleet's ingest; use it with --server");
     }
-    let request = InvestigateRequest {
+    let mut request = InvestigateRequest {
         repo: args.repo.clone(),
         test_command: args.test.clone().context("--test is required")?,
         good: args.good.clone(),
         bad: args.bad.clone(),
         issue_id: args.issue_id.clone(),
     };
+    // Held until the investigation ends: the mirror is not evicted under it.
+    let _mirror = match args.repo.to_str().filter(|r| tracelab_repos::looks_like_url(r)) {
+        Some(url) => Some(fetch_repository(url, &mut request, quiet).await?),
+        None => None,
+    };
     run_investigation(db, quiet, &args.run, request).await
+}
+
+/// `--repo URL` on one machine: a mirror in the user's cache
+/// (`~/.cache/tracelab/repos`), fetched with the user's own git credentials,
+/// and the revisions resolved there (`main` is the server's main now).
+async fn fetch_repository(
+    url: &str,
+    request: &mut InvestigateRequest,
+    quiet: bool,
+) -> anyhow::Result<tracelab_repos::Mirror> {
+    let settings = tracelab_repos::RepositorySettings {
+        // The user at their own machine may name any repository.
+        allow: vec!["**".into()],
+        ..Default::default()
+    };
+    let cache = tracelab_repos::RepoCache::new(&settings)?;
+    let url = tracelab_repos::RepoUrl::parse(url)?;
+    let bad = request.bad.clone().unwrap_or_else(|| "HEAD".into());
+    let mut wanted = vec![bad.as_str()];
+    wanted.extend(request.good.as_deref());
+    if !quiet {
+        eprintln!("fetching {url}");
+    }
+    let mirror = cache.ensure(&url, &wanted).await?;
+    request.repo = mirror.path.clone();
+    request.bad = Some(mirror.resolved[0].clone());
+    if request.good.is_some() {
+        request.good = Some(mirror.resolved[1].clone());
+    }
+    Ok(mirror)
 }
 
 async fn run_investigation(

@@ -150,9 +150,16 @@ impl Remote {
                 "--sandbox, --image, --recipe and --allow are the fleet's settings; leave them out with --server"
             );
         }
-        let repo = std::path::absolute(&args.repo).context("repository path")?;
+        // A URL goes as it is: the fleet fetches it.
+        let repo = match args.repo.to_str() {
+            Some(url) if tracelab_repos::looks_like_url(url) => url.to_string(),
+            _ => std::path::absolute(&args.repo)
+                .context("repository path")?
+                .display()
+                .to_string(),
+        };
         let mut body = json!({
-            "repository": repo.display().to_string(),
+            "repository": repo,
             "test_command": args.test,
             "evidence_id": args.evidence,
             "good": args.good,

@@ -58,6 +58,10 @@ BIN="$CARGO_TARGET_DIR/release"
 COMMON=(
     --set "fleet.nats_url=$TRACELAB_TEST_NATS"
     --set "fleet.postgres_url=$TRACELAB_TEST_POSTGRES"
+    # One machine, one user: any repository URL, and local paths under the
+    # home folder and /tmp. A deployment lists its URL patterns instead.
+    --set 'fleet.repositories.allow=["**"]'
+    --set "fleet.repositories.local_roots=[\"$HOME\", \"/tmp\"]"
 )
 
 : > "$FLEET_DIR/pids"
@@ -82,8 +86,10 @@ start indexer tracelab-indexer $((API_PORT + 6)) --config "$FLEET_DIR/indexer.to
     --set "allow_any_repository=true"
 start arbiter tracelab-arbiter $((API_PORT + 4))
 for i in $(seq 1 "$VERIFIERS"); do
+    # Each verifier fetches into its own mirror cache, as on separate machines.
     start "verifier-$i" tracelab-verifier $((API_PORT + 10 + i)) --set "name=verifier-$i" \
-        --set "sandbox.allow_local=true"
+        --set "sandbox.allow_local=true" \
+        --set "fleet.repositories.cache_dir=$FLEET_DIR/repos/verifier-$i"
 done
 
 while read -r pid name port; do

@@ -40,6 +40,11 @@ pub struct FleetOptions {
     /// `sandbox.kind` of the investigator and the verifiers: `local` or
     /// `docker` (the image of `deploy/sandbox/build-base-image.sh`).
     pub sandbox: &'static str,
+    /// More `fleet.repositories.*` settings for every service (allowed URL
+    /// patterns, credentials). Every service already has its own mirror
+    /// cache (nothing shared between them) and may name local paths under
+    /// the system's temporary folder, where the fixtures live.
+    pub repositories: Vec<String>,
 }
 
 impl Default for FleetOptions {
@@ -50,6 +55,7 @@ impl Default for FleetOptions {
             verification_deadline_seconds: 600,
             investigator_config: None,
             sandbox: "local",
+            repositories: Vec::new(),
         }
     }
 }
@@ -209,7 +215,23 @@ impl Fleet {
             std::fs::write(&config, toml).expect("investigator settings file");
             command.arg("--config").arg(config);
         }
-        for setting in self.common().iter().chain(extra) {
+        let repositories = [
+            format!(
+                "fleet.repositories.cache_dir={}",
+                self.logs.path().join(format!("{name}-repos")).display()
+            ),
+            format!(
+                "fleet.repositories.local_roots=[{:?}]",
+                std::env::temp_dir().display().to_string()
+            ),
+        ];
+        for setting in self
+            .common()
+            .iter()
+            .chain(&repositories)
+            .chain(&self.options.repositories)
+            .chain(extra)
+        {
             command.arg("--set").arg(setting);
         }
         // The system's interpreters (Debian's python3 with pytest), not a
@@ -360,6 +382,11 @@ impl Fleet {
     /// This fleet's subjects and streams (as its services created them).
     pub fn topology(&self) -> tracelab_bus::Topology {
         tracelab_bus::Topology::with_prefix(&self.prefix).with_stream_limit(TEST_STREAM_BYTES)
+    }
+
+    /// The mirror cache of the process `name` (each process has its own).
+    pub fn cache_dir_of(&self, name: &str) -> PathBuf {
+        self.logs.path().join(format!("{name}-repos"))
     }
 
     pub fn http(&self) -> &reqwest::Client {

@@ -917,7 +917,8 @@ fn services_without_tokens_refuse_to_start() {
 }
 
 /// With tokens configured, every route of the REST API answers 401 without
-/// a token (or with an unknown one) and 403 below its role.
+/// a token (or with an unknown one) and 403 below its role, and every method
+/// of the gRPC API UNAUTHENTICATED and PERMISSION_DENIED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
     let Some(b) = backends() else { return };
@@ -999,6 +1000,94 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
         assert!(
             ![401, 403].contains(&as_reviewer.as_u16()),
             "{method} {path} as reviewer: {as_reviewer}"
+        );
+    }
+
+    // The same for every method of the gRPC API: UNAUTHENTICATED and
+    // PERMISSION_DENIED, with the token in the `authorization` metadata.
+    use tonic::Code;
+    use tracelab_proto::api::v1 as api;
+    let channel = tonic::transport::Endpoint::from_shared(fleet.grpc.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let create = api::CreateInvestigationRequest {
+        repository: s.repo.path().display().to_string(),
+        test_command: s.test_command.clone(),
+        ..Default::default()
+    };
+    let get = api::GetInvestigationRequest { id: id.into() };
+    let decide = api::DecisionRequest {
+        id: id.into(),
+        reason: String::new(),
+    };
+    // (method, least role: 0 viewer, 1 reviewer)
+    let methods = [
+        ("Create", 1),
+        ("Get", 0),
+        ("ListHypotheses", 0),
+        ("GetEvidence", 0),
+        ("Approve", 1),
+        ("Reject", 1),
+    ];
+    for (method, least) in methods {
+        let grpc_call = |token: Option<&str>| {
+            let mut client = api::investigations_client::InvestigationsClient::new(channel.clone());
+            let token = token.map(|t| format!("Bearer {t}"));
+            let (create, get, decide) = (create.clone(), get.clone(), decide.clone());
+            async move {
+                fn with<T>(message: T, token: &Option<String>) -> tonic::Request<T> {
+                    let mut r = tonic::Request::new(message);
+                    if let Some(t) = token {
+                        r.metadata_mut()
+                            .insert("authorization", t.parse().unwrap());
+                    }
+                    r
+                }
+                let code = |r: Result<(), tonic::Status>| r.err().map(|e| e.code());
+                match method {
+                    "Create" => code(client.create(with(create, &token)).await.map(drop)),
+                    "Get" => code(client.get(with(get, &token)).await.map(drop)),
+                    "ListHypotheses" => {
+                        code(client.list_hypotheses(with(get, &token)).await.map(drop))
+                    }
+                    "GetEvidence" => code(
+                        client
+                            .get_evidence(with(
+                                api::GetHypothesisRequest {
+                                    id: format!("{}-h1", get.id),
+                                },
+                                &token,
+                            ))
+                            .await
+                            .map(drop),
+                    ),
+                    "Approve" => code(client.approve(with(decide, &token)).await.map(drop)),
+                    _ => code(client.reject(with(decide, &token)).await.map(drop)),
+                }
+            }
+        };
+        for token in [None, Some("not-a-known-token-at-all")] {
+            assert_eq!(
+                grpc_call(token).await,
+                Some(Code::Unauthenticated),
+                "{method} with {token:?}"
+            );
+        }
+        let as_viewer = grpc_call(Some(viewer)).await;
+        if least == 1 {
+            assert_eq!(as_viewer, Some(Code::PermissionDenied), "{method} as viewer");
+        } else {
+            assert!(
+                !matches!(as_viewer, Some(Code::Unauthenticated | Code::PermissionDenied)),
+                "{method} as viewer: {as_viewer:?}"
+            );
+        }
+        let as_reviewer = grpc_call(Some(reviewer)).await;
+        assert!(
+            !matches!(as_reviewer, Some(Code::Unauthenticated | Code::PermissionDenied)),
+            "{method} as reviewer: {as_reviewer:?}"
         );
     }
 }

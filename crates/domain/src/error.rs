@@ -16,6 +16,9 @@ pub enum ErrorKind {
     NotFound,
     /// The state changed first: a stale transition or a duplicate.
     Conflict,
+    /// The deployment does not allow it (a repository outside the allow-list,
+    /// a path outside the configured roots); asking again cannot help.
+    PermissionDenied,
     /// A dependency is down or refused; try again later.
     Unavailable,
     /// A dependency did not answer in time.
@@ -32,6 +35,7 @@ pub enum GrpcCode {
     InvalidArgument = 3,
     DeadlineExceeded = 4,
     NotFound = 5,
+    PermissionDenied = 7,
     FailedPrecondition = 9,
     Internal = 13,
     Unavailable = 14,
@@ -49,10 +53,11 @@ pub enum Settlement {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 7] = [
         ErrorKind::InvalidArgument,
         ErrorKind::NotFound,
         ErrorKind::Conflict,
+        ErrorKind::PermissionDenied,
         ErrorKind::Unavailable,
         ErrorKind::Timeout,
         ErrorKind::Internal,
@@ -64,6 +69,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::NotFound => "not_found",
             ErrorKind::Conflict => "conflict",
+            ErrorKind::PermissionDenied => "permission_denied",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Internal => "internal",
@@ -76,6 +82,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => 400,
             ErrorKind::NotFound => 404,
             ErrorKind::Conflict => 409,
+            ErrorKind::PermissionDenied => 403,
             ErrorKind::Unavailable => 503,
             ErrorKind::Timeout => 504,
             ErrorKind::Internal => 500,
@@ -90,6 +97,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => GrpcCode::InvalidArgument,
             ErrorKind::NotFound => GrpcCode::NotFound,
             ErrorKind::Conflict => GrpcCode::FailedPrecondition,
+            ErrorKind::PermissionDenied => GrpcCode::PermissionDenied,
             ErrorKind::Unavailable => GrpcCode::Unavailable,
             ErrorKind::Timeout => GrpcCode::DeadlineExceeded,
             ErrorKind::Internal => GrpcCode::Internal,
@@ -101,13 +109,14 @@ impl ErrorKind {
     /// | kind | settlement | why |
     /// |---|---|---|
     /// | InvalidArgument | Reject | the message itself is bad; retrying cannot help |
+    /// | PermissionDenied | Reject | the deployment forbids it; retrying cannot help |
     /// | Conflict | Ack | the effect already happened (duplicate, stale transition): idempotent |
     /// | NotFound | Retry | what it refers to may not be committed yet (ordering across streams) |
     /// | Unavailable, Timeout | Retry | a dependency is down or slow; back off |
     /// | Internal | Retry | maybe transient; bounded by max deliveries, then dead-lettered |
     pub fn settlement(self) -> Settlement {
         match self {
-            ErrorKind::InvalidArgument => Settlement::Reject,
+            ErrorKind::InvalidArgument | ErrorKind::PermissionDenied => Settlement::Reject,
             ErrorKind::Conflict => Settlement::Ack,
             ErrorKind::NotFound
             | ErrorKind::Unavailable
@@ -161,6 +170,9 @@ impl Error {
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, message)
     }
+    pub fn permission_denied(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::PermissionDenied, message)
+    }
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unavailable, message)
     }
@@ -204,6 +216,7 @@ mod tests {
                 ("invalid_argument", 400, 3, Settlement::Reject),
                 ("not_found", 404, 5, Settlement::Retry),
                 ("conflict", 409, 9, Settlement::Ack),
+                ("permission_denied", 403, 7, Settlement::Reject),
                 ("unavailable", 503, 14, Settlement::Retry),
                 ("timeout", 504, 4, Settlement::Retry),
                 ("internal", 500, 13, Settlement::Retry),

@@ -65,9 +65,20 @@ impl Git {
                 path.display()
             )));
         }
-        let top = run_git(path, &["rev-parse", "--show-toplevel"])
+        let not_a_repository =
+            |_| Error::invalid(format!("{} is not a git repository", path.display()));
+        // A bare repository (the fleet's mirror of a repository fetched by
+        // URL) has no top level: it is its own git folder, and worktrees
+        // are added from it like from a checkout.
+        let bare = run_git(path, &["rev-parse", "--is-bare-repository"])
             .await
-            .map_err(|_| Error::invalid(format!("{} is not a git repository", path.display())))?;
+            .map_err(not_a_repository)?;
+        let top = if bare.trim() == "true" {
+            run_git(path, &["rev-parse", "--absolute-git-dir"]).await
+        } else {
+            run_git(path, &["rev-parse", "--show-toplevel"]).await
+        }
+        .map_err(not_a_repository)?;
         Ok(Self {
             repo: PathBuf::from(top.trim()),
         })

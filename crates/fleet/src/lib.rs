@@ -9,6 +9,7 @@ pub mod connect;
 pub mod events;
 pub mod outbox;
 pub mod ready;
+pub mod repositories;
 pub mod sandbox;
 pub mod settings;
 pub mod worker;

@@ -26,6 +26,9 @@ pub struct FleetSettings {
     /// quarter of it for verify jobs and dead letters); applies when a
     /// stream is created.
     pub stream_max_bytes: i64,
+    /// Which repositories requests may name (URL patterns, local roots),
+    /// the credentials to fetch them with, and this process's mirror cache.
+    pub repositories: tracelab_repos::RepositorySettings,
 }
 
 impl Default for FleetSettings {
@@ -40,6 +43,7 @@ impl Default for FleetSettings {
             outbox_relay_seconds: 5,
             outbox_grace_seconds: 10,
             stream_max_bytes: 512 << 20,
+            repositories: Default::default(),
         }
     }
 }

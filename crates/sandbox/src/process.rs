@@ -1,6 +1,8 @@
 //! Commands as process groups on the host.
 
 use crate::capped::CappedOutput;
+use crate::hardened::{Guarantees, Hardening, Isolation};
+use crate::ownership::Walker;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -35,11 +37,58 @@ impl Default for LocalConfig {
 #[derive(Debug, Clone, Default)]
 pub struct LocalSandboxProvider {
     config: LocalConfig,
+    /// `None` for [`Isolation::None`].
+    hardening: Option<Arc<Hardening>>,
 }
 
 impl LocalSandboxProvider {
+    /// Commands without isolation ([`Isolation::None`]).
     pub fn new(config: LocalConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            hardening: None,
+        }
+    }
+
+    /// Commands with `isolation`. For [`Isolation::Hardened`] this probes,
+    /// once, which mechanisms work here (a few short processes), logs what
+    /// is and is not in force, and fails only when the configuration is
+    /// invalid, when namespaces are required but refused, or when the
+    /// service is root and cannot switch uid.
+    pub fn with_isolation(config: LocalConfig, isolation: Isolation) -> Result<Self> {
+        let hardening = match isolation {
+            Isolation::None => None,
+            Isolation::Hardened(hardened) => {
+                let hardening = Hardening::detect(hardened, &config.path)?;
+                let g = hardening.guarantees();
+                if g.mechanism.is_some() {
+                    tracing::info!(sandbox = %g.label(), guarantees = %g.describe(), "hardened local sandbox");
+                } else {
+                    tracing::warn!(sandbox = %g.label(), guarantees = %g.describe(), "hardened local sandbox WITHOUT namespaces");
+                }
+                if !g.not_in_force.is_empty() {
+                    tracing::warn!(sandbox = %g.label(), not_in_force = %g.not_in_force.join("; "), "local sandbox: not in force");
+                }
+                Some(Arc::new(hardening))
+            }
+        };
+        Ok(Self { config, hardening })
+    }
+
+    /// What commands of this provider's sandboxes are (and are not) protected by.
+    pub fn guarantees(&self) -> Guarantees {
+        self.hardening
+            .as_ref()
+            .map_or_else(Guarantees::none, |h| h.guarantees().clone())
+    }
+
+    /// [`Guarantees::describe`]: one paragraph for logs and status pages.
+    pub fn describe(&self) -> String {
+        self.guarantees().describe()
+    }
+
+    pub fn config(&self) -> &LocalConfig {
+        &self.config
     }
 }
 
@@ -57,12 +106,38 @@ impl SandboxProvider for LocalSandboxProvider {
             )));
         }
         let home = private_home()?;
-        Ok(Box::new(LocalSandbox {
+        let mut sandbox = LocalSandbox {
             worktree: worktree.to_path_buf(),
             home,
             config: self.config.clone(),
-        }))
+            hardening: self.hardening.clone(),
+            walker: Arc::new(Mutex::new(Walker::default())),
+        };
+        if let Some(hardening) = &self.hardening {
+            // Bind mounts and the program lookup want the real path.
+            sandbox.worktree = std::fs::canonicalize(worktree)
+                .map_err(|e| Error::internal(format!("cannot resolve worktree: {e}")))?;
+            prepare_home(&sandbox.home, hardening.owner())?;
+            sandbox.hand_over().await?;
+        }
+        Ok(Box::new(sandbox))
     }
+}
+
+/// Makes the hardened sandbox's home usable by the command uid. Git inside
+/// the sandbox runs as that uid on a worktree whose `.git` stays root's, so
+/// it is told to trust it; that file is only ever read by the sandbox's git.
+fn prepare_home(home: &Path, owner: Option<(u32, u32)>) -> Result<()> {
+    let gitconfig = home.join(".gitconfig");
+    std::fs::write(&gitconfig, "[safe]\n\tdirectory = *\n")
+        .map_err(|e| Error::internal(format!("cannot write sandbox home: {e}")))?;
+    if let Some((uid, gid)) = owner {
+        for p in [home, gitconfig.as_path()] {
+            std::os::unix::fs::lchown(p, Some(uid), Some(gid))
+                .map_err(|e| Error::internal(format!("cannot chown sandbox home: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// A fresh empty directory used as `HOME`, so tools do not read the operator's dotfiles.
@@ -80,6 +155,9 @@ pub struct LocalSandbox {
     worktree: PathBuf,
     home: PathBuf,
     config: LocalConfig,
+    hardening: Option<Arc<Hardening>>,
+    /// Hands new files to the command uid before each command (root service only).
+    walker: Arc<Mutex<Walker>>,
 }
 
 /// Kills a process group when dropped, so cancelling `exec` stops everything it started.
@@ -112,34 +190,106 @@ async fn pump(mut reader: impl AsyncRead + Unpin, sink: Arc<Mutex<CappedOutput>>
 
 impl LocalSandbox {
     fn command(&self, spec: &CommandSpec) -> Command {
-        let mut cmd = Command::new(&spec.argv[0]);
-        cmd.args(&spec.argv[1..])
-            .current_dir(&self.worktree)
+        let mut cmd = match &self.hardening {
+            None => {
+                let mut cmd = Command::new(&spec.argv[0]);
+                cmd.args(&spec.argv[1..]);
+                cmd
+            }
+            Some(hardening) => {
+                let line = hardening.line(&self.worktree, &self.home, &spec.argv, &spec.env);
+                let mut cmd = Command::new(&line[0]);
+                cmd.args(&line[1..]);
+                cmd
+            }
+        };
+        cmd.current_dir(&self.worktree)
             .env_clear()
             .env("PATH", &self.config.path)
             .env("HOME", &self.home)
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
             .env("TRACELAB_SANDBOX", "local")
-            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // Hardened, the spec's variables are in the line instead: set by its
+        // last step, they reach the command alone, never a privileged wrapper.
+        if self.hardening.is_none() {
+            cmd.envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
         cmd
+    }
+
+    /// The `PATH` the command will see (the spec may override the default).
+    fn command_path(&self, spec: &CommandSpec) -> String {
+        spec.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map_or_else(|| self.config.path.clone(), |(_, v)| v.clone())
+    }
+
+    /// Gives what the engine created since the last command to the command uid.
+    async fn hand_over(&self) -> Result<()> {
+        let Some((uid, gid)) = self.hardening.as_ref().and_then(|h| h.owner()) else {
+            return Ok(());
+        };
+        let walker = self.walker.clone();
+        let root = self.worktree.clone();
+        tokio::task::spawn_blocking(move || {
+            walker
+                .lock()
+                .expect("walker lock")
+                .hand_over(&root, uid, gid)
+        })
+        .await
+        .map_err(|e| Error::internal(format!("worktree hand-over panicked: {e}")))?
+        .map_err(|e| Error::internal(format!("cannot hand the worktree to uid {uid}: {e}")))?;
+        Ok(())
     }
 }
 
 #[async_trait::async_trait]
 impl Sandbox for LocalSandbox {
     fn describe(&self) -> String {
-        "local".into()
+        self.hardening
+            .as_ref()
+            .map_or_else(|| "local".into(), |h| h.guarantees().label())
     }
 
     async fn exec(&self, spec: &CommandSpec) -> Result<CommandResult> {
         self.config.allowlist.check(&spec.argv)?;
         let started = Instant::now();
+        if let Some(hardening) = &self.hardening {
+            // `env` would read a program name with `=` as a variable.
+            if !spec.env.is_empty() && spec.argv[0].contains('=') {
+                return Ok(CommandResult {
+                    exit_code: None,
+                    duration: started.elapsed(),
+                    output: String::new(),
+                    blocked: Some(format!("program name {:?} contains '='", spec.argv[0])),
+                });
+            }
+            // Inside, a missing program would be the wrappers' exit 127;
+            // say it the way an unwrapped spawn does.
+            if !hardening.resolves(
+                &spec.argv[0],
+                &self.command_path(spec),
+                &self.worktree,
+                &self.home,
+            ) {
+                return Ok(CommandResult {
+                    exit_code: None,
+                    duration: started.elapsed(),
+                    output: String::new(),
+                    blocked: Some(format!("program not found: {}", spec.argv[0])),
+                });
+            }
+            self.hand_over().await?;
+        }
         let mut child = match self.command(spec).spawn() {
             Ok(child) => child,
             Err(e) => {

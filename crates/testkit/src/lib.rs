@@ -6,6 +6,7 @@
 //! merges, long linear histories with slow tests.
 
 pub mod backends;
+pub mod git_server;
 pub mod ports;
 pub mod scenarios;
 pub mod secrets;

@@ -212,6 +212,13 @@ spec:
         {{- if has .service (list "investigator" "verifier" "indexer") }}
         - name: repositories
           mountPath: {{ $root.Values.repositories.mountPath }}
+        - name: repo-cache
+          mountPath: {{ $root.Values.fleet.repositories.cache_dir }}
+        {{- if $root.Values.gitCredentials.existingSecret }}
+        - name: git-credentials
+          mountPath: /etc/tracelab/git
+          readOnly: true
+        {{- end }}
         {{- end }}
   volumes:
     - name: config
@@ -231,6 +238,15 @@ spec:
       {{- else }}
       emptyDir: {}
       {{- end }}
+    - name: repo-cache
+      emptyDir:
+        sizeLimit: {{ $root.Values.repoCache.sizeLimit }}
+    {{- if $root.Values.gitCredentials.existingSecret }}
+    - name: git-credentials
+      secret:
+        secretName: {{ $root.Values.gitCredentials.existingSecret }}
+        defaultMode: 0440
+    {{- end }}
     {{- end }}
   {{- with $svc.nodeSelector }}
   nodeSelector:

@@ -1,5 +1,6 @@
-//! `tracelab.index.v1.Retrieval`: every request is checked against the
-//! repository roots, runs its git and CPU work through [`Workers`], and is
+//! `tracelab.index.v1.Retrieval`: every request's repository is a path
+//! under the repository roots or a URL the deployment allows (fetched into
+//! this indexer's mirror cache), runs its git and CPU work through [`Workers`], and is
 //! one span that continues the caller's W3C trace (`traceparent` metadata).
 
 use crate::past;
@@ -7,7 +8,9 @@ use crate::repos::{Filters, Repositories};
 use crate::roots::Roots;
 use crate::wire;
 use crate::work::{Workers, deadline};
+use std::path::PathBuf;
 use std::sync::Arc;
+use tracelab_fleet::repositories::Checkout;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 use tracelab_code_index::Language;
@@ -27,6 +30,9 @@ pub const MAX_TOP: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct Service {
     pub roots: Arc<Roots>,
+    /// Repositories named by URL: the deployment's allow-list and this
+    /// indexer's own mirror cache.
+    pub sources: tracelab_fleet::repositories::Repositories,
     pub repos: Arc<Repositories>,
     pub workers: Workers,
     pub groups: PgGroupStore,
@@ -62,6 +68,28 @@ fn filters(r: &pb::LocateRequest) -> Result<Filters, Status> {
     })
 }
 
+/// The local repository a request names, and the revision to read: a URL
+/// the deployment allows is fetched into this indexer's mirror cache and
+/// the revision resolved there; a path must lie under the roots. The
+/// checkout is held while the request works on it.
+async fn repository(
+    service: &Service,
+    requested: &str,
+    rev: Option<String>,
+) -> Result<(PathBuf, Option<String>, Option<Checkout>), Status> {
+    if !tracelab_repos::looks_like_url(requested) {
+        return Ok((service.roots.check(requested)?, rev, None));
+    }
+    let wanted = rev.as_deref().unwrap_or("HEAD");
+    let checkout = service
+        .sources
+        .checkout(requested, &[wanted])
+        .await
+        .map_err(tracelab_service::grpc::status)?;
+    let resolved = checkout.resolved.first().cloned();
+    Ok((checkout.path.clone(), resolved, Some(checkout)))
+}
+
 fn rev(r: &str) -> Option<String> {
     Some(r.trim().to_string()).filter(|r| !r.is_empty())
 }
@@ -84,11 +112,11 @@ impl Retrieval for Service {
         let deadline = deadline(&request);
         let r = request.into_inner();
         let work = async {
-            let repo = self.roots.check(&r.repository)?;
+            let (repo, at, _checkout) = repository(self, &r.repository, rev(&r.rev)).await?;
             let repos = self.repos.clone();
             let summary = self
                 .workers
-                .run(deadline, move || repos.index(&repo, rev(&r.rev).as_deref()))
+                .run(deadline, move || repos.index(&repo, at.as_deref()))
                 .await?;
             tracing::info!(
                 commit = %summary.commit,
@@ -109,7 +137,6 @@ impl Retrieval for Service {
         let deadline = deadline(&request);
         let r = request.into_inner();
         let work = async {
-            let repo = self.roots.check(&r.repository)?;
             if r.evidence.trim().is_empty() {
                 return Err(Status::invalid_argument(
                     "evidence is empty: give the failure output (test output, traceback or log)",
@@ -125,11 +152,12 @@ impl Retrieval for Service {
                 n => n,
             };
             let filters = filters(&r)?;
+            let (repo, at, _checkout) = repository(self, &r.repository, rev(&r.rev)).await?;
             let repos = self.repos.clone();
             let found = self
                 .workers
                 .run(deadline, move || {
-                    repos.locate(&repo, &r.evidence, rev(&r.rev).as_deref(), top, &filters)
+                    repos.locate(&repo, &r.evidence, at.as_deref(), top, &filters)
                 })
                 .await?;
             Ok(Response::new(wire::locations(&found)))
@@ -145,12 +173,12 @@ impl Retrieval for Service {
         let deadline = deadline(&request);
         let r = request.into_inner();
         let work = async {
-            let repo = self.roots.check(&r.repository)?;
+            let (repo, at, _checkout) = repository(self, &r.repository, rev(&r.rev)).await?;
             let repos = self.repos.clone();
             let (commit, n) = self
                 .workers
                 .run(deadline, move || {
-                    repos.neighbourhood(&repo, rev(&r.rev).as_deref(), &r.symbol, r.depth)
+                    repos.neighbourhood(&repo, at.as_deref(), &r.symbol, r.depth)
                 })
                 .await?;
             Ok(Response::new(wire::neighbourhood(commit, &n)))
@@ -168,9 +196,12 @@ impl Retrieval for Service {
         let work = async {
             let limit = past::limit(r.limit)?;
             // Check the repository before touching the database.
-            let repo = match r.repository.is_empty() {
-                true => None,
-                false => Some(self.roots.check(&r.repository)?),
+            let (repo, _checkout) = match r.repository.is_empty() {
+                true => (None, None),
+                false => {
+                    let (path, _, checkout) = repository(self, &r.repository, None).await?;
+                    (Some(path), checkout)
+                }
             };
             // With a repository filter, read more so the filter still fills the page.
             let fetch = if repo.is_some() {

@@ -129,6 +129,7 @@ pub async fn serve(
     });
     let service = grpc::Service {
         roots,
+        sources: tracelab_fleet::repositories::Repositories::new(&settings.fleet.repositories)?,
         repos: Arc::new(repos::Repositories::new(
             Some(PathBuf::from(&settings.cache_dir)).filter(|d| !d.as_os_str().is_empty()),
         )),

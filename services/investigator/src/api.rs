@@ -4,7 +4,6 @@
 use crate::auth::Caller;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_bus::{Bus, JetStreamBus};
@@ -28,14 +27,17 @@ pub struct Api {
     /// submission, so a bad request is refused (400), not FAILED later.
     pub sandbox: SandboxSettings,
     /// Local checkouts of repositories evidence names by URL.
-    pub repositories: crate::repositories::RepositoryMap,
+    pub checkouts: crate::repositories::RepositoryMap,
+    /// Which repositories a request may name (URL patterns, local roots).
+    pub repositories: tracelab_fleet::repositories::Repositories,
 }
 
 /// `POST /api/investigations`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CreateRequest {
-    /// A path the services can read.
+    /// A repository URL the deployment allows (`https://`, `ssh://`,
+    /// `git@host:path`, `git://`), or a path under its local roots.
     pub repository: String,
     /// The failing test command.
     pub test_command: Option<String>,
@@ -131,12 +133,9 @@ impl Api {
             Some(t) if !t.trim().is_empty() => t.trim().to_string(),
             _ => return Err(Error::invalid("test_command or evidence_id is required")),
         };
-        if !Path::new(&request.repository).join(".git").exists() {
-            return Err(Error::invalid(format!(
-                "{} is not a git repository the services can read",
-                request.repository
-            )));
-        }
+        // Refused here (403 / 400) rather than FAILED later; the workers
+        // fetch what they need themselves.
+        request.repository = self.repositories.admit(&request.repository)?;
         let id = InvestigationId::generate();
         let body = serde_json::to_value(&request)
             .map_err(|e| Error::internal(format!("cannot encode request: {e}")))?;
@@ -206,15 +205,17 @@ impl Api {
         if request.repository.trim().is_empty()
             && let Some(repo) = evidence.repository.as_deref()
         {
-            if Path::new(repo).join(".git").exists() {
-                request.repository = repo.to_string();
-            } else if let Some(local) = self.repositories.local_path(repo) {
-                request.repository = local.to_string();
-            } else {
-                return Err(Error::invalid(format!(
-                    "evidence {id} names the repository {repo}, which has no local checkout here; give repository or map it in the investigator's `repositories` setting"
-                )));
-            }
+            // A configured shared checkout first, else the URL (or path) as
+            // the evidence gives it, if the deployment allows it.
+            request.repository = match self.checkouts.local_path(repo) {
+                Some(local) => local.to_string(),
+                None => self.repositories.admit(repo).map_err(|e| {
+                    Error::new(
+                        e.kind,
+                        format!("evidence {id} names the repository {repo}: {e}; give repository, allow it in `fleet.repositories.allow`, or map it in the investigator's `repositories` setting"),
+                    )
+                })?,
+            };
         }
         if request.bad.as_deref().is_none_or(|b| b.trim().is_empty()) {
             request.bad = evidence.commit.clone().filter(|c| !c.is_empty());

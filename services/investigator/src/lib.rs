@@ -89,6 +89,8 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     )?;
     let rest_listener = http::bind(&settings.listen).await?;
     let grpc_listener = http::bind(&settings.grpc_listen).await?;
+    let repositories =
+        tracelab_fleet::repositories::Repositories::new(&settings.fleet.repositories)?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
     let api = Arc::new(api::Api {
@@ -96,7 +98,8 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         bus: bus.clone(),
         verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
         sandbox: settings.sandbox.clone(),
-        repositories: repositories::RepositoryMap::new(&settings.repositories),
+        checkouts: repositories::RepositoryMap::new(&settings.repositories),
+        repositories: repositories.clone(),
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let (every, grace) = settings.fleet.outbox_relay();
@@ -122,6 +125,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         sandboxes: tracelab_fleet::sandbox::provider(&settings.sandbox).await?,
         sandbox: settings.sandbox.clone(),
         verification_deadline: Duration::from_secs(settings.verification_deadline_seconds),
+        repositories,
     });
     let topology = settings.fleet.topology();
     let spec = worker::with_delivery(

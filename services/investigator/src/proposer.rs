@@ -27,6 +27,7 @@ use tracelab_engine::investigate::end_state_for;
 use tracelab_engine::phases::{Proposal, propose, propose_repair, proposed_revert, reproduce};
 use tracelab_engine::session::{Session, prepare};
 use tracelab_fleet::events::{self, ids, steps};
+use tracelab_fleet::repositories::{self, Repositories};
 use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
 use tracelab_proto::events::v1::{
     HypothesesProposed, HypothesisKind, InvestigationRequested, Limits, VerifyJob,
@@ -39,6 +40,8 @@ pub struct Investigator {
     pub sandboxes: Arc<dyn SandboxProvider>,
     pub sandbox: SandboxSettings,
     pub verification_deadline: Duration,
+    /// Fetches the repository an event names into this process's cache.
+    pub repositories: Repositories,
 }
 
 /// What the agents produced, ready to store and publish.
@@ -108,11 +111,24 @@ impl Investigator {
     ) -> std::result::Result<Outcome, Failure> {
         use Failure::*;
         let config = engine_config(event.limits.as_ref(), &self.sandbox).map_err(Investigation)?;
+        // A URL is fetched into this process's mirror cache and the
+        // revisions resolved there (`main` is the server's main now).
+        let bad = Some(event.bad.as_str()).filter(|s| !s.is_empty()).unwrap_or("HEAD");
+        let good = Some(event.good.as_str()).filter(|s| !s.is_empty());
+        let wanted: Vec<&str> = std::iter::once(bad).chain(good).collect();
+        let checkout = self
+            .repositories
+            .checkout(&event.repository, &wanted)
+            .await
+            .map_err(|e| match repositories::is_final(&e) {
+                true => Investigation(e),
+                false => Infrastructure(e),
+            })?;
         let request = InvestigateRequest {
-            repo: event.repository.clone().into(),
+            repo: checkout.path.clone(),
             test_command: event.test_command.clone(),
-            good: Some(event.good.clone()).filter(|s| !s.is_empty()),
-            bad: Some(event.bad.clone()).filter(|s| !s.is_empty()),
+            good: good.map(|_| checkout.resolved[1].clone()),
+            bad: Some(checkout.resolved[0].clone()),
             issue_id: Some(event.issue_id.clone()).filter(|s| !s.is_empty()),
         };
         let prepared = prepare(&config, &request).await.map_err(Investigation)?;

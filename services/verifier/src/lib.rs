@@ -18,6 +18,7 @@ use tracelab_engine::InvestigateRequest;
 use tracelab_engine::agents::test_behaviour::Classification;
 use tracelab_engine::phases::{RevertCandidate, verify_candidate};
 use tracelab_engine::session::{Session, prepare};
+use tracelab_fleet::repositories::Repositories;
 use tracelab_fleet::events::{self, ids, steps};
 use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
 use tracelab_fleet::worker::{self, WorkerOptions};
@@ -66,10 +67,14 @@ struct Verifier {
     store: PgStore,
     sandboxes: Arc<dyn SandboxProvider>,
     sandbox: SandboxSettings,
+    /// This verifier's own mirror cache: a job names a URL and revisions,
+    /// and each verifier fetches them, on whatever machine it runs.
+    repositories: Repositories,
 }
 
 /// Runs the verifier until `shutdown`; in-flight jobs finish first.
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let repositories = Repositories::new(&settings.fleet.repositories)?;
     let listener = http::bind(&settings.listen).await?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
@@ -90,6 +95,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         store,
         sandboxes: tracelab_fleet::sandbox::provider(&settings.sandbox).await?,
         sandbox: settings.sandbox.clone(),
+        repositories,
     });
     let topology = settings.fleet.topology();
     let spec = worker::with_delivery(
@@ -197,8 +203,12 @@ impl Verifier {
             })?;
         let mut config = engine_config(job.limits.as_ref(), &self.sandbox)?;
         config.parallelism = 1;
+        let checkout = self
+            .repositories
+            .checkout(&job.repository, &[&job.bad])
+            .await?;
         let request = InvestigateRequest {
-            repo: job.repository.clone().into(),
+            repo: checkout.path.clone(),
             test_command: job.test_command.clone(),
             good: None,
             bad: Some(job.bad.clone()),

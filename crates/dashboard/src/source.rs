@@ -1,0 +1,100 @@
+//! The port a host implements to give the dashboard its data, and the filter
+//! the list page passes to it.
+
+use tracelab_domain::Result;
+use tracelab_domain::report::{InvestigationSummary, Report};
+use tracelab_domain::state::Transition;
+
+/// Where the dashboard reads investigations and sends reviews. The fleet's
+/// investigator implements it over PostgreSQL, `tracelab serve` over SQLite.
+///
+/// Errors are domain errors; their kind decides the page's HTTP status
+/// (`NotFound` 404, `Conflict` 409, `Unavailable` 503, ...).
+#[async_trait::async_trait]
+pub trait DashboardSource: Send + Sync + 'static {
+    /// Investigations matching `filter`, newest first, at most `filter.limit`.
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<InvestigationSummary>>;
+    /// The report of a decided investigation; `None` while none is stored.
+    async fn report(&self, id: &str) -> Result<Option<Report>>;
+    /// The current state and the transitions so far, also for a running
+    /// investigation; `None` when no investigation has this id.
+    async fn summary(&self, id: &str) -> Result<Option<(InvestigationSummary, Vec<Transition>)>>;
+    /// Records a reviewer's decision. A `Conflict` when the investigation is
+    /// not waiting for review (someone else decided first).
+    async fn review(
+        &self,
+        id: &str,
+        approve: bool,
+        reviewer: &str,
+        reason: Option<&str>,
+    ) -> Result<()>;
+}
+
+/// What the list page asks for. Every field set narrows the list; values are
+/// the domain's spellings (`WAITING_FOR_REVIEW`, `regression`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListFilter {
+    /// An [`InvestigationState`](tracelab_domain::state::InvestigationState) name.
+    pub state: Option<String>,
+    /// A [`Verdict`](tracelab_domain::verdict::Verdict) name; investigations
+    /// without a verdict never match one.
+    pub verdict: Option<String>,
+    /// The repository, matched exactly.
+    pub repository: Option<String>,
+    /// At most this many, newest first.
+    pub limit: u32,
+}
+
+impl ListFilter {
+    /// Whether `summary` passes the filter (ignoring `limit`): the meaning
+    /// of each field in one place, for hosts that filter in memory and for
+    /// checking a store's query against.
+    pub fn matches(&self, summary: &InvestigationSummary) -> bool {
+        self.state
+            .as_deref()
+            .is_none_or(|s| summary.state.as_str() == s)
+            && self
+                .verdict
+                .as_deref()
+                .is_none_or(|v| summary.verdict.is_some_and(|sv| sv.as_str() == v))
+            && self
+                .repository
+                .as_deref()
+                .is_none_or(|r| summary.repository == r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracelab_domain::ids::InvestigationId;
+    use tracelab_domain::state::InvestigationState;
+    use tracelab_domain::verdict::Verdict;
+
+    #[test]
+    fn every_set_field_narrows() {
+        let summary = InvestigationSummary {
+            id: InvestigationId("a".into()),
+            state: InvestigationState::WaitingForReview,
+            verdict: Some(Verdict::Flaky),
+            repository: "repo".into(),
+            test_command: "pytest".into(),
+            culprit: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+        };
+        let f = |state: Option<&str>, verdict: Option<&str>, repository: Option<&str>| {
+            ListFilter {
+                state: state.map(Into::into),
+                verdict: verdict.map(Into::into),
+                repository: repository.map(Into::into),
+                limit: 10,
+            }
+            .matches(&summary)
+        };
+        assert!(f(None, None, None));
+        assert!(f(Some("WAITING_FOR_REVIEW"), Some("flaky"), Some("repo")));
+        assert!(!f(Some("APPROVED"), None, None));
+        assert!(!f(None, Some("regression"), None));
+        assert!(!f(None, None, Some("rep")));
+    }
+}

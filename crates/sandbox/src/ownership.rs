@@ -1,0 +1,98 @@
+//! Hands a worktree to the sandbox uid without giving it `.git`.
+//!
+//! When the service runs as root, hardened commands run as an unprivileged
+//! uid that must write in the worktree (caches, build output), while the
+//! engine's git, running as root between commands, keeps creating root-owned
+//! files. Before every command, each path not yet owned by that uid is
+//! `lchown`ed to it — never following symlinks — except `.git` at any depth,
+//! which stays root's: sandboxed code must never plant hooks or config that
+//! the engine's git would obey (bubblewrap also mounts it read-only).
+//!
+//! The worktree's top folder itself is not handed over: it keeps its owner
+//! (root) and becomes group-writable for the command gid with the sticky bit
+//! (`1775`), so commands can create and remove their own entries there but
+//! cannot rename or delete root's `.git` to put one of their own in its
+//! place — which matters where no read-only mount of `.git` exists
+//! (no namespaces).
+//!
+//! The same idea as `tracelab-sandbox-docker`'s `ownership.rs`; adapters do
+//! not depend on each other, so this small walker is repeated rather than
+//! shared. A [`Walker`] remembers each directory's change stamp (mtime and
+//! ctime): git writes files by creating and renaming entries, which changes
+//! their directory's stamps, so a repeated walk only inspects the files of
+//! changed directories.
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown};
+use std::path::{Path, PathBuf};
+
+type Stamp = (i64, i64, i64, i64);
+
+fn stamp(meta: &Metadata) -> Stamp {
+    (
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+    )
+}
+
+/// Incremental ownership hand-over for one worktree.
+#[derive(Debug, Default)]
+pub(crate) struct Walker {
+    seen: HashMap<PathBuf, Stamp>,
+}
+
+impl Walker {
+    /// Walks `root` and lchowns what is not owned by `uid:gid`, skipping
+    /// `.git` at any depth and the files of directories unchanged since the
+    /// previous walk. Returns how many paths changed owner.
+    pub(crate) fn hand_over(&mut self, root: &Path, uid: u32, gid: u32) -> io::Result<usize> {
+        let mut changed = 0;
+        let mut seen = HashMap::with_capacity(self.seen.len());
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let meta = std::fs::symlink_metadata(&dir)?;
+            let unchanged = self.seen.get(&dir) == Some(&stamp(&meta));
+            if dir == root {
+                let mode = (meta.mode() & 0o755) | 0o1070;
+                if meta.gid() != gid {
+                    lchown(&dir, None, Some(gid))?;
+                    changed += 1;
+                }
+                if meta.mode() & 0o7777 != mode {
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))?;
+                    changed += 1;
+                }
+            } else if meta.uid() != uid || meta.gid() != gid {
+                lchown(&dir, Some(uid), Some(gid))?;
+                changed += 1;
+            }
+            for entry in std::fs::read_dir(&dir)? {
+                let entry = entry?;
+                if entry.file_name().eq_ignore_ascii_case(".git") {
+                    continue;
+                }
+                let kind = entry.file_type()?; // from the listing: a symlink is not a dir
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                    continue;
+                }
+                if unchanged {
+                    continue;
+                }
+                let meta = entry.metadata()?; // lstat: does not follow symlinks
+                if meta.uid() != uid || meta.gid() != gid {
+                    lchown(entry.path(), Some(uid), Some(gid))?;
+                    changed += 1;
+                }
+            }
+            // Stamp after our own changes, so they do not count as new ones.
+            seen.insert(dir.clone(), stamp(&std::fs::symlink_metadata(&dir)?));
+        }
+        self.seen = seen;
+        Ok(changed)
+    }
+}
