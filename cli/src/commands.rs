@@ -166,7 +166,11 @@ async fn investigate(
         issue_id: args.issue_id.clone(),
     };
     // Held until the investigation ends: the mirror is not evicted under it.
-    let _mirror = match args.repo.to_str().filter(|r| tracelab_repos::looks_like_url(r)) {
+    let _mirror = match args
+        .repo
+        .to_str()
+        .filter(|r| tracelab_repos::looks_like_url(r))
+    {
         Some(url) => Some(fetch_repository(url, &mut request, quiet).await?),
         None => None,
     };
@@ -184,6 +188,8 @@ async fn fetch_repository(
     let settings = tracelab_repos::RepositorySettings {
         // The user at their own machine may name any repository.
         allow: vec!["**".into()],
+        // The user's own credential helpers and ssh-agent.
+        ambient_credentials: true,
         ..Default::default()
     };
     let cache = tracelab_repos::RepoCache::new(&settings)?;

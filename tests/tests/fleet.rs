@@ -1040,8 +1040,7 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
                 fn with<T>(message: T, token: &Option<String>) -> tonic::Request<T> {
                     let mut r = tonic::Request::new(message);
                     if let Some(t) = token {
-                        r.metadata_mut()
-                            .insert("authorization", t.parse().unwrap());
+                        r.metadata_mut().insert("authorization", t.parse().unwrap());
                     }
                     r
                 }
@@ -1077,16 +1076,26 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
         }
         let as_viewer = grpc_call(Some(viewer)).await;
         if least == 1 {
-            assert_eq!(as_viewer, Some(Code::PermissionDenied), "{method} as viewer");
+            assert_eq!(
+                as_viewer,
+                Some(Code::PermissionDenied),
+                "{method} as viewer"
+            );
         } else {
             assert!(
-                !matches!(as_viewer, Some(Code::Unauthenticated | Code::PermissionDenied)),
+                !matches!(
+                    as_viewer,
+                    Some(Code::Unauthenticated | Code::PermissionDenied)
+                ),
                 "{method} as viewer: {as_viewer:?}"
             );
         }
         let as_reviewer = grpc_call(Some(reviewer)).await;
         assert!(
-            !matches!(as_reviewer, Some(Code::Unauthenticated | Code::PermissionDenied)),
+            !matches!(
+                as_reviewer,
+                Some(Code::Unauthenticated | Code::PermissionDenied)
+            ),
             "{method} as reviewer: {as_reviewer:?}"
         );
     }

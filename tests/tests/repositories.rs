@@ -177,7 +177,11 @@ async fn a_private_repository_is_fetched_with_server_side_credentials() {
         }
     };
     let with_password = url.replacen("http://", &format!("http://ci-bot:{TOKEN}@"), 1);
-    let answer = refused(400, json!({"repository": with_password, "test_command": test})).await;
+    let answer = refused(
+        400,
+        json!({"repository": with_password, "test_command": test}),
+    )
+    .await;
     assert!(!answer.contains(TOKEN), "{answer}");
     let other = http.url("other.git");
     let answer = refused(403, json!({"repository": other, "test_command": test})).await;
@@ -189,7 +193,12 @@ async fn a_private_repository_is_fetched_with_server_side_credentials() {
         .submit(json!({"repository": url, "test_command": test, "bad": "main"}))
         .await;
     let done = fleet.wait_decided(&id, Duration::from_secs(240)).await;
-    assert_eq!(done["state"], "WAITING_FOR_REVIEW", "{done}\n{}", fleet.logs());
+    assert_eq!(
+        done["state"],
+        "WAITING_FOR_REVIEW",
+        "{done}\n{}",
+        fleet.logs()
+    );
     assert_eq!(done["culprit"], culprit.as_str(), "{done}");
     assert_eq!(done["repository"], url.as_str());
 

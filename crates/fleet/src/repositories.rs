@@ -35,8 +35,8 @@ pub struct Checkout {
 
 impl Repositories {
     pub fn new(settings: &RepositorySettings) -> anyhow::Result<Self> {
-        let cache = RepoCache::new(settings)
-            .map_err(|e| anyhow::anyhow!("repository settings: {e}"))?;
+        let cache =
+            RepoCache::new(settings).map_err(|e| anyhow::anyhow!("repository settings: {e}"))?;
         Ok(Self { cache })
     }
 

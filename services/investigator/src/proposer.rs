@@ -113,7 +113,9 @@ impl Investigator {
         let config = engine_config(event.limits.as_ref(), &self.sandbox).map_err(Investigation)?;
         // A URL is fetched into this process's mirror cache and the
         // revisions resolved there (`main` is the server's main now).
-        let bad = Some(event.bad.as_str()).filter(|s| !s.is_empty()).unwrap_or("HEAD");
+        let bad = Some(event.bad.as_str())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("HEAD");
         let good = Some(event.good.as_str()).filter(|s| !s.is_empty());
         let wanted: Vec<&str> = std::iter::once(bad).chain(good).collect();
         let checkout = self
