@@ -50,9 +50,8 @@ pub async fn locate(
 fn kind_of(code: tonic::Code) -> ErrorKind {
     use tonic::Code;
     match code {
-        Code::InvalidArgument | Code::Unauthenticated | Code::PermissionDenied => {
-            ErrorKind::InvalidArgument
-        }
+        Code::InvalidArgument | Code::Unauthenticated => ErrorKind::InvalidArgument,
+        Code::PermissionDenied => ErrorKind::PermissionDenied,
         Code::NotFound => ErrorKind::NotFound,
         Code::FailedPrecondition | Code::AlreadyExists | Code::Aborted => ErrorKind::Conflict,
         Code::Unavailable => ErrorKind::Unavailable,
