@@ -34,14 +34,13 @@ mod cgroup;
 mod config;
 mod error;
 mod output;
-pub mod ownership;
 mod parallel;
 mod patch_check;
 mod provider;
 mod recipe;
 mod sandbox;
 
-pub use config::{BASE_IMAGE, DockerConfig, Ownership, WORKDIR};
+pub use config::{BASE_IMAGE, DockerConfig, Ownership, SECCOMP_PROFILE, WORKDIR};
 pub use parallel::{run_parallel, run_parallel_until};
 pub use patch_check::check_patch_paths;
 pub use provider::{
@@ -52,3 +51,5 @@ pub use recipe::RECIPE_REPOSITORY;
 pub use sandbox::{BASE_ENV, DockerSandbox, environment};
 pub use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox, SandboxProvider};
 pub use tracelab_domain::{Error, ErrorKind, Result};
+/// The worktree hand-over (one walker for both sandboxes).
+pub use tracelab_sandbox::ownership;

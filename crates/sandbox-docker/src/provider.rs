@@ -75,6 +75,26 @@ impl std::fmt::Debug for DockerSandboxProvider {
     }
 }
 
+async fn runtimes(docker: &Docker) -> Result<Vec<String>> {
+    let info = docker
+        .info()
+        .await
+        .map_err(|e| docker_error("info", e))?;
+    let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+    names.sort();
+    Ok(names)
+}
+
+/// `no-new-privileges`, and the seccomp profile when one is configured
+/// (Docker takes the profile's JSON text, not a path).
+fn security_options(config: &DockerConfig) -> Vec<String> {
+    let mut options = vec!["no-new-privileges:true".to_string()];
+    if let Some(profile) = &config.seccomp_profile {
+        options.push(format!("seccomp={profile}"));
+    }
+    options
+}
+
 /// A bollard client on the configured unix socket (no TLS, no TCP).
 pub(crate) fn connect_client(config: &DockerConfig) -> Result<Docker> {
     let socket = config
@@ -100,7 +120,17 @@ impl DockerSandboxProvider {
             .await
             .map_err(|e| docker_error("version", e))?;
         let image_id = image_id(&docker, &config.image).await?;
-        tracing::info!(image = %config.image, %image_id, "docker sandboxes ready");
+        if let Some(runtime) = &config.runtime {
+            let known = runtimes(&docker).await?;
+            if !known.contains(runtime) {
+                return Err(Error::invalid(format!(
+                    "sandbox runtime {runtime:?} is not registered with the Docker engine (it has: {}); \
+                     register it in the engine's daemon.json (gVisor: `runsc install`) or unset sandbox.runtime",
+                    known.join(", ")
+                )));
+            }
+        }
+        tracing::info!(image = %config.image, %image_id, runtime = config.runtime.as_deref().unwrap_or("default"), "docker sandboxes ready");
         Ok(Self {
             docker,
             config: Arc::new(config),
@@ -110,6 +140,11 @@ impl DockerSandboxProvider {
 
     pub fn config(&self) -> &DockerConfig {
         &self.config
+    }
+
+    /// The container runtimes the engine has registered (`runc`, `runsc`, …).
+    pub async fn runtimes(&self) -> Result<Vec<String>> {
+        runtimes(&self.docker).await
     }
 
     /// The pinned image id (`sha256:...`) new sandboxes run.
@@ -292,7 +327,11 @@ impl DockerSandboxProvider {
             tmpfs: Some(tmpfs),
             network_mode: Some("none".to_string()),
             cap_drop: Some(vec!["ALL".to_string()]),
-            security_opt: Some(vec!["no-new-privileges:true".to_string()]),
+            security_opt: Some(security_options(config)),
+            runtime: config.runtime.clone(),
+            storage_opt: config
+                .storage_size_mib
+                .map(|mib| HashMap::from([("size".to_string(), format!("{mib}M"))])),
             readonly_rootfs: Some(true),
             init: Some(true),
             ipc_mode: Some("private".to_string()),
@@ -300,11 +339,18 @@ impl DockerSandboxProvider {
             memory: Some(config.memory_bytes()),
             memory_swap: Some(config.memory_bytes()),
             pids_limit: Some(config.pids_limit),
-            ulimits: Some(vec![ResourcesUlimits {
-                name: Some("core".to_string()),
-                soft: Some(0),
-                hard: Some(0),
-            }]),
+            ulimits: Some(vec![
+                ResourcesUlimits {
+                    name: Some("core".to_string()),
+                    soft: Some(0),
+                    hard: Some(0),
+                },
+                ResourcesUlimits {
+                    name: Some("nofile".to_string()),
+                    soft: Some(config.open_files as i64),
+                    hard: Some(config.open_files as i64),
+                },
+            ]),
             ..Default::default()
         };
         let (keeper_uid, keeper_gid) = config.keeper_user;

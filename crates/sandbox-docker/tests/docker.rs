@@ -692,3 +692,100 @@ async fn linked_worktree_git_file_is_read_only() {
     git(&["-C", linked.to_str().unwrap(), "status", "--short"]);
     finish(&provider, &label, &[&sandbox]).await;
 }
+
+/// The explicit seccomp profile is in force in every command, and it
+/// refuses what it says it refuses while ordinary work (threads, child
+/// processes) still runs; `nofile` is the configured limit.
+#[tokio::test]
+async fn the_seccomp_profile_and_the_file_limit_hold() {
+    let config = DockerConfig {
+        open_files: 512,
+        ..small()
+    };
+    let Some(provider) = provider("the_seccomp_profile_and_the_file_limit_hold", config).await
+    else {
+        return;
+    };
+    let label = label("seccomp");
+    let script = r#"import ctypes, errno, os, resource, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def refused(name, number, *args):
+    result = libc.syscall(number, *args)
+    code = ctypes.get_errno()
+    print(f"{name}: {'refused ' + errno.errorcode.get(code, str(code)) if result == -1 else 'ALLOWED'}")
+status = open("/proc/self/status").read()
+print("seccomp mode:", [l.split()[1] for l in status.splitlines() if l.startswith("Seccomp:")][0])
+refused("unshare", 272, 0x10000000)        # CLONE_NEWUSER
+refused("keyctl", 250, 0)
+refused("ptrace", 101, 0, 0, 0, 0)         # PTRACE_TRACEME
+refused("io_uring_setup", 425, 1, 0)
+refused("bpf", 321, 0, 0, 0)
+refused("clone3", 435, 0, 0)
+print("nofile:", resource.getrlimit(resource.RLIMIT_NOFILE))
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print("child:", subprocess.run(["true"]).returncode)
+"#;
+    let dir = worktree(&[("probe.py", script)]);
+    let sandbox = provider.open_docker(dir.path(), &label).await.unwrap();
+    let result = sandbox.exec(&python("probe.py")).await.unwrap();
+    assert!(result.passed(), "{result:?}");
+    let out = &result.output;
+    for line in [
+        "seccomp mode: 2",
+        "unshare: refused EPERM",
+        "keyctl: refused EPERM",
+        "ptrace: refused EPERM",
+        "io_uring_setup: refused EPERM",
+        "bpf: refused EPERM",
+        "clone3: refused ENOSYS",
+        "nofile: (512, 512)",
+        "child: 0",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    finish(&provider, &label, &[&sandbox]).await;
+}
+
+/// gVisor: where the engine has the `runsc` runtime registered, a sandbox
+/// runs under it (its kernel answers, not the host's). Skips, saying so,
+/// where it is not registered: gVisor is optional.
+#[tokio::test]
+async fn gvisor_runs_the_sandbox_where_the_engine_has_runsc() {
+    let config = DockerConfig {
+        runtime: Some("runsc".into()),
+        ..small()
+    };
+    let Some(plain) = provider("gvisor", small()).await else {
+        return;
+    };
+    if !plain.runtimes().await.unwrap().iter().any(|r| r == "runsc") {
+        eprintln!("skipping gvisor: the Docker engine has no runsc runtime registered");
+        let refused = DockerSandboxProvider::connect(DockerConfig {
+            socket: plain.config().socket.clone(),
+            ..config
+        })
+        .await
+        .expect_err("a runtime the engine lacks is refused at connect");
+        assert!(refused.message.contains("runsc"), "{refused}");
+        return;
+    }
+    let provider_with_runsc = |config: DockerConfig| {
+        let socket = plain.config().socket.clone();
+        async move {
+            DockerSandboxProvider::connect(DockerConfig { socket, ..config })
+                .await
+                .unwrap()
+        }
+    };
+    let provider = provider_with_runsc(config).await;
+    let label = label("gvisor");
+    let dir = worktree(&[(
+        "probe.py",
+        "print(open('/proc/version').read())\n",
+    )]);
+    let sandbox = provider.open_docker(dir.path(), &label).await.unwrap();
+    let result = sandbox.exec(&python("probe.py")).await.unwrap();
+    assert!(result.passed(), "{result:?}");
+    assert!(result.output.contains("gVisor") || result.output.contains("4.4.0"), "{}", result.output);
+    finish(&provider, &label, &[&sandbox]).await;
+}

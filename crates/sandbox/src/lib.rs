@@ -21,7 +21,7 @@
 
 mod capped;
 mod hardened;
-mod ownership;
+pub mod ownership;
 mod process;
 
 pub use capped::CappedOutput;

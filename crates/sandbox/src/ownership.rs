@@ -1,26 +1,27 @@
-//! Hands a worktree to the sandbox uid without giving it `.git`.
+//! Hands a worktree to the sandbox uid without giving it `.git`: the one
+//! walker both sandboxes use (the local runner's hardened mode and the
+//! Docker sandbox, `tracelab-sandbox-docker`).
 //!
-//! When the service runs as root, hardened commands run as an unprivileged
-//! uid that must write in the worktree (caches, build output), while the
-//! engine's git, running as root between commands, keeps creating root-owned
-//! files. Before every command, each path not yet owned by that uid is
-//! `lchown`ed to it — never following symlinks — except `.git` at any depth,
-//! which stays root's: sandboxed code must never plant hooks or config that
-//! the engine's git would obey (bubblewrap also mounts it read-only).
+//! The engine runs git as root between commands, so files it creates are
+//! root-owned, while commands run as an unprivileged uid that must write in
+//! the worktree (caches, build output). Before every command, each path not
+//! yet owned by that uid is `lchown`ed to it — never following symlinks —
+//! except `.git` at any depth, which stays root's: sandboxed code must never
+//! plant hooks or config that the engine's root git would obey (both
+//! sandboxes also mount it read-only where they can).
 //!
-//! The worktree's top folder itself is not handed over: it keeps its owner
-//! (root) and becomes group-writable for the command gid with the sticky bit
-//! (`1775`), so commands can create and remove their own entries there but
-//! cannot rename or delete root's `.git` to put one of their own in its
-//! place — which matters where no read-only mount of `.git` exists
-//! (no namespaces).
+//! [`Top::Sticky`] keeps the worktree's top folder root's, group-writable
+//! for the command gid with the sticky bit (`1775`), so commands can create
+//! and remove their own entries there but cannot rename or delete root's
+//! `.git` to put one of their own in its place — which matters where no
+//! read-only mount of `.git` exists (the local runner without namespaces).
 //!
-//! The same idea as `tracelab-sandbox-docker`'s `ownership.rs`; adapters do
-//! not depend on each other, so this small walker is repeated rather than
-//! shared. A [`Walker`] remembers each directory's change stamp (mtime and
-//! ctime): git writes files by creating and renaming entries, which changes
-//! their directory's stamps, so a repeated walk only inspects the files of
-//! changed directories.
+//! A [`Walker`] remembers each directory's change stamp (mtime and ctime):
+//! git writes files by creating and renaming entries, which changes their
+//! directory's stamps, so a repeated walk only inspects the files of changed
+//! directories; unchanged ones are only listed to find subdirectories. An
+//! owner changed in place, without any directory entry changing, is not
+//! noticed by a repeated walk (git never does that).
 
 use std::collections::HashMap;
 use std::fs::Metadata;
@@ -39,24 +40,42 @@ fn stamp(meta: &Metadata) -> Stamp {
     )
 }
 
+/// What happens to the worktree's top folder itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Top {
+    /// Handed over like everything else (a read-only mount protects `.git`).
+    #[default]
+    Owned,
+    /// Stays its owner's; group = the command gid, mode `1775`.
+    Sticky,
+}
+
 /// Incremental ownership hand-over for one worktree.
 #[derive(Debug, Default)]
-pub(crate) struct Walker {
+pub struct Walker {
+    top: Top,
     seen: HashMap<PathBuf, Stamp>,
 }
 
 impl Walker {
+    pub fn new(top: Top) -> Self {
+        Self {
+            top,
+            seen: HashMap::new(),
+        }
+    }
+
     /// Walks `root` and lchowns what is not owned by `uid:gid`, skipping
     /// `.git` at any depth and the files of directories unchanged since the
-    /// previous walk. Returns how many paths changed owner.
-    pub(crate) fn hand_over(&mut self, root: &Path, uid: u32, gid: u32) -> io::Result<usize> {
+    /// previous walk. Returns how many paths changed owner or mode.
+    pub fn hand_over(&mut self, root: &Path, uid: u32, gid: u32) -> io::Result<usize> {
         let mut changed = 0;
         let mut seen = HashMap::with_capacity(self.seen.len());
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
             let meta = std::fs::symlink_metadata(&dir)?;
             let unchanged = self.seen.get(&dir) == Some(&stamp(&meta));
-            if dir == root {
+            if dir == root && self.top == Top::Sticky {
                 let mode = (meta.mode() & 0o755) | 0o1070;
                 if meta.gid() != gid {
                     lchown(&dir, None, Some(gid))?;
@@ -95,4 +114,9 @@ impl Walker {
         self.seen = seen;
         Ok(changed)
     }
+}
+
+/// One full walk (no memory of earlier walks); see [`Walker::hand_over`].
+pub fn hand_over(root: &Path, uid: u32, gid: u32) -> io::Result<usize> {
+    Walker::default().hand_over(root, uid, gid)
 }

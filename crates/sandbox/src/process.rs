@@ -2,7 +2,7 @@
 
 use crate::capped::CappedOutput;
 use crate::hardened::{Guarantees, Hardening, Isolation};
-use crate::ownership::Walker;
+use crate::ownership::{Top, Walker};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -95,7 +95,11 @@ impl LocalSandboxProvider {
 #[async_trait::async_trait]
 impl SandboxProvider for LocalSandboxProvider {
     fn name(&self) -> &str {
-        "local"
+        if self.hardening.is_some() {
+            "local-hardened"
+        } else {
+            "local"
+        }
     }
 
     async fn open(&self, worktree: &Path, _label: &str) -> Result<Box<dyn Sandbox>> {
@@ -111,7 +115,7 @@ impl SandboxProvider for LocalSandboxProvider {
             home,
             config: self.config.clone(),
             hardening: self.hardening.clone(),
-            walker: Arc::new(Mutex::new(Walker::default())),
+            walker: Arc::new(Mutex::new(Walker::new(Top::Sticky))),
         };
         if let Some(hardening) = &self.hardening {
             // Bind mounts and the program lookup want the real path.
