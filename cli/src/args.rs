@@ -142,6 +142,10 @@ pub enum RepairArg {
 pub enum SandboxKind {
     /// Worktree + process group on this machine (no network or resource isolation).
     Local,
+    /// The same, under a separate uid when run as root, in new namespaces
+    /// (bubblewrap or unshare) where the kernel allows, with rlimits
+    /// (docs/sandbox.md lists what each mechanism isolates).
+    Hardened,
     /// A locked-down Docker container per worktree (network none, read-only root, limits).
     Docker,
 }

@@ -14,7 +14,7 @@ use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
-use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_sandbox::{HardenedConfig, Isolation, LocalConfig, LocalSandboxProvider};
 use tracelab_store::SqliteStore;
 
 fn default_db() -> PathBuf {
@@ -102,17 +102,23 @@ async fn sandboxes(
     run: &RunOptions,
     repo: &std::path::Path,
 ) -> anyhow::Result<Arc<dyn SandboxProvider>> {
-    if run.sandbox == SandboxKind::Local && (run.image.is_some() || run.recipe.is_some()) {
+    if run.sandbox != SandboxKind::Docker && (run.image.is_some() || run.recipe.is_some()) {
         bail!("--image and --recipe need --sandbox docker");
     }
+    let mut local = LocalConfig::default();
+    local.allowlist.programs.extend(run.allow.iter().cloned());
+    if let Some(path) = std::env::var_os("PATH") {
+        local.path = path.to_string_lossy().into_owned();
+    }
     match run.sandbox {
-        SandboxKind::Local => {
-            let mut local = LocalConfig::default();
-            local.allowlist.programs.extend(run.allow.iter().cloned());
-            if let Some(path) = std::env::var_os("PATH") {
-                local.path = path.to_string_lossy().into_owned();
-            }
-            Ok(Arc::new(LocalSandboxProvider::new(local)))
+        SandboxKind::Local => Ok(Arc::new(LocalSandboxProvider::new(local))),
+        SandboxKind::Hardened => {
+            let provider = LocalSandboxProvider::with_isolation(
+                local,
+                Isolation::Hardened(HardenedConfig::default()),
+            )?;
+            eprintln!("sandbox: {}", provider.describe());
+            Ok(Arc::new(provider))
         }
         SandboxKind::Docker => docker(run, repo).await,
     }

@@ -37,8 +37,9 @@ pub struct FleetOptions {
     /// A TOML settings file for the investigator (`--config`), e.g. its
     /// `[repositories]` map; `--set` flags still win over it.
     pub investigator_config: Option<String>,
-    /// `sandbox.kind` of the investigator and the verifiers: `local` or
-    /// `docker` (the image of `deploy/sandbox/build-base-image.sh`).
+    /// `sandbox.kind` of the investigator and the verifiers: `local`,
+    /// `hardened` (the services' default) or `docker` (the image of
+    /// `deploy/sandbox/build-base-image.sh`).
     pub sandbox: &'static str,
     /// More `fleet.repositories.*` settings for every service (allowed URL
     /// patterns, credentials). Every service already has its own mirror

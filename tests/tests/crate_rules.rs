@@ -24,6 +24,9 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-repair"
         | "tracelab-index-client"
         | "tracelab-syntax"
+        | "tracelab-repos"
+        | "tracelab-dashboard"
+        | "tracelab-codehost"
         | "tracelab-fleet" => Library,
         "tracelab-investigator"
         | "tracelab-verifier"
@@ -55,12 +58,20 @@ enum Layer {
 /// the group stores of `ingest`'s model; `fleet` is the services' shared wiring.
 const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     ("tracelab-sandbox", &["tracelab-domain"]),
-    ("tracelab-sandbox-docker", &["tracelab-domain"]),
+    // The Docker sandbox reuses the local runner's worktree hand-over walker.
+    (
+        "tracelab-sandbox-docker",
+        &["tracelab-domain", "tracelab-sandbox"],
+    ),
     ("tracelab-bus", &["tracelab-domain"]),
     ("tracelab-embed", &["tracelab-domain"]),
     ("tracelab-vector-qdrant", &["tracelab-domain"]),
     ("tracelab-service", &["tracelab-domain"]),
     ("tracelab-syntax", &["tracelab-domain"]),
+    ("tracelab-repos", &["tracelab-domain"]),
+    ("tracelab-dashboard", &["tracelab-domain"]),
+    // Pushes with the deployment's git credentials settings.
+    ("tracelab-codehost", &["tracelab-domain", "tracelab-repos"]),
     (
         "tracelab-code-index",
         &["tracelab-domain", "tracelab-syntax"],
@@ -83,6 +94,7 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
             "tracelab-bus",
             "tracelab-engine",
             "tracelab-proto",
+            "tracelab-repos",
             "tracelab-sandbox",
             "tracelab-sandbox-docker",
             "tracelab-service",

@@ -173,6 +173,33 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
         verifier.contains("tracelab_verification_seconds"),
         "{verifier}"
     );
+    // The verifier's commands, counted by sandbox kind and outcome (the
+    // regression test fails before the fix and passes after it), and its
+    // queue's backlog sampled from JetStream.
+    for outcome in ["passed", "failed"] {
+        assert!(
+            metric(
+                &verifier,
+                "tracelab_sandbox_runs_total",
+                &[&format!("outcome=\"{outcome}\"")]
+            )
+            .is_some_and(|n| n >= 1.0),
+            "{verifier}"
+        );
+    }
+    assert!(
+        verifier.contains("tracelab_sandbox_run_seconds"),
+        "{verifier}"
+    );
+    assert!(
+        metric(
+            &verifier,
+            "tracelab_queue_pending",
+            &["consumer=\"verifier-1\""]
+        )
+        .is_some(),
+        "{verifier}"
+    );
 
     // The same question answered by the one-process pipeline.
     let local = embedded(&s).await;

@@ -75,8 +75,10 @@ async fn a_repository_named_by_url_gets_the_one_machine_answer_from_the_fleet() 
     let daemon = GitDaemon::start(served.path()).expect("git daemon");
     let url = daemon.url("calc.git");
 
+    // The services' default sandbox: the hardened local runner.
     let options = FleetOptions {
         verifiers: 2,
+        sandbox: "hardened",
         repositories: vec![r#"fleet.repositories.allow=["127.0.0.1:*/**"]"#.into()],
         ..FleetOptions::default()
     };
@@ -99,7 +101,10 @@ async fn a_repository_named_by_url_gets_the_one_machine_answer_from_the_fleet() 
     .unwrap();
 
     for field in ["verdict", "bad", "good", "test_command"] {
-        assert_eq!(remote[field], local[field], "{field} differs");
+        assert_eq!(
+            remote[field], local[field],
+            "{field} differs\nfleet: {remote}\none machine: {local}"
+        );
     }
     assert_eq!(remote["culprit"]["commit"], culprit.as_str(), "{remote}");
     assert_eq!(local["culprit"]["commit"], culprit.as_str(), "{local}");
@@ -109,6 +114,19 @@ async fn a_repository_named_by_url_gets_the_one_machine_answer_from_the_fleet() 
         remote["repository"],
         url.as_str(),
         "the report names the URL"
+    );
+    // Every command of the fleet ran in the hardened runner, which names
+    // the mechanism this host allowed (local+bwrap, local+unshare or
+    // local+limits) with each experiment.
+    let sandboxes: Vec<&str> = remote["winner"]["experiments"]
+        .as_array()
+        .expect("the winner's experiments")
+        .iter()
+        .map(|e| e["sandbox"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        !sandboxes.is_empty() && sandboxes.iter().all(|s| s.starts_with("local+")),
+        "{sandboxes:?}"
     );
     // The investigator and the verifier that proved the fix each fetched
     // into their own folder.

@@ -7,7 +7,7 @@
 
 use crate::message::{Message, Published, TRACEPARENT};
 use crate::port::backend::{Acker, RawConsumer, RawDelivery};
-use crate::port::{Bus, Consumer, ConsumerSpec};
+use crate::port::{Backlog, Bus, Consumer, ConsumerSpec};
 use crate::retry::RetryPolicy;
 use crate::topology::{Retention, Topology};
 use async_nats::header::HeaderMap;
@@ -288,6 +288,18 @@ fn delivery(message: jetstream::Message) -> Result<RawDelivery> {
 
 #[async_trait::async_trait]
 impl RawConsumer for JetStreamConsumer {
+    async fn backlog(&mut self) -> Result<Option<Backlog>> {
+        let info = self
+            .consumer
+            .info()
+            .await
+            .map_err(|e| unavailable("cannot read the consumer's state", e))?;
+        Ok(Some(Backlog {
+            pending: info.num_pending,
+            ack_pending: info.num_ack_pending as u64,
+        }))
+    }
+
     async fn next(&mut self, wait: Duration) -> Result<Option<RawDelivery>> {
         let deadline = Instant::now() + wait;
         loop {

@@ -46,6 +46,6 @@ pub use jetstream::{JetStreamBus, install_crypto_provider};
 pub use memory::MemoryBus;
 pub use message::{Message, Published, TRACEPARENT};
 pub use outcome::{Outcome, Settled};
-pub use port::{Bus, Consumer, ConsumerSpec, Delivery, backend, publish_json};
+pub use port::{Backlog, Bus, Consumer, ConsumerSpec, Delivery, backend, publish_json};
 pub use retry::RetryPolicy;
 pub use topology::{Retention, StreamSpec, Topology, subject_matches};

@@ -100,7 +100,21 @@ pub mod backend {
     #[async_trait::async_trait]
     pub trait RawConsumer: Send {
         async fn next(&mut self, wait: Duration) -> Result<Option<RawDelivery>>;
+        /// The consumer's backlog as the server counts it; `None` where the
+        /// implementation cannot tell.
+        async fn backlog(&mut self) -> Result<Option<Backlog>> {
+            Ok(None)
+        }
     }
+}
+
+/// How much work waits for one durable consumer (all its instances together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backlog {
+    /// Messages matching the consumer not yet delivered to anyone.
+    pub pending: u64,
+    /// Messages delivered and not yet settled (in flight, or their consumer died).
+    pub ack_pending: u64,
 }
 
 /// A durable consumer handle. Dropping it (or a [`Delivery`]) without
@@ -123,6 +137,11 @@ impl Consumer {
     /// Used by implementations: `bus` publishes dead letters.
     pub fn new(raw: Box<dyn backend::RawConsumer>, bus: Arc<dyn Bus>, retry: RetryPolicy) -> Self {
         Self { raw, bus, retry }
+    }
+
+    /// The consumer's backlog (one server round trip on JetStream).
+    pub async fn backlog(&mut self) -> Result<Option<Backlog>> {
+        self.raw.backlog().await
     }
 
     /// The next delivery, waiting at most `wait`; `None` when none arrived.

@@ -7,6 +7,7 @@
 
 pub mod connect;
 pub mod events;
+mod metered;
 pub mod outbox;
 pub mod ready;
 pub mod repositories;

@@ -8,7 +8,7 @@
 use backon::{BackoffBuilder, ExponentialBuilder};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tracelab_bus::{Bus, ConsumerSpec, Delivery, Outcome, RetryPolicy};
 use tracelab_domain::Result;
 use tracelab_service::Shutdown;
@@ -51,9 +51,14 @@ where
                 continue;
             }
         };
+        let mut sampled: Option<Instant> = None;
         loop {
             if shutdown.is_requested() {
                 break 'open;
+            }
+            if sampled.is_none_or(|at| at.elapsed() >= BACKLOG_EVERY) {
+                sampled = Some(Instant::now());
+                record_backlog(&mut consumer, &options.name).await;
             }
             let next = tokio::select! {
                 next = consumer.next(Duration::from_secs(1)) => next,
@@ -79,6 +84,25 @@ where
     }
     tracing::info!(worker = %options.name, "stopped");
     Ok(())
+}
+
+/// How often a worker loop samples its consumer's backlog for `/metrics`.
+const BACKLOG_EVERY: Duration = Duration::from_secs(5);
+
+/// Sets `tracelab_queue_pending` and `tracelab_queue_ack_pending` for this
+/// consumer (what an autoscaler or an alert reads). A failed sample is only
+/// logged: the next `next` call finds out whether the bus is gone.
+async fn record_backlog(consumer: &mut tracelab_bus::Consumer, name: &str) {
+    match consumer.backlog().await {
+        Ok(Some(backlog)) => {
+            metrics::gauge!("tracelab_queue_pending", "consumer" => name.to_string())
+                .set(backlog.pending as f64);
+            metrics::gauge!("tracelab_queue_ack_pending", "consumer" => name.to_string())
+                .set(backlog.ack_pending as f64);
+        }
+        Ok(None) => {}
+        Err(e) => tracing::debug!(worker = %name, error = %e, "cannot sample the backlog"),
+    }
 }
 
 /// `spec` with the delivery settings every consuming service has: how long

@@ -898,6 +898,15 @@ impl Hardening {
                 Err(_) => {}
             }
         }
+        // The folders above the worktree and the home exist only as mount
+        // points in the new root; bubblewrap would create them with the
+        // host's (private) modes, and an interpreter opening its script by
+        // absolute path must pass through them: search-only for everyone.
+        for mount in [worktree, home] {
+            for dir in passage_to(mount, &bound) {
+                line.extend([os("--perms"), os("0711"), os("--dir"), os(&dir)]);
+            }
+        }
         line.extend([os("--bind"), os(worktree), os(worktree)]);
         line.extend([os("--bind"), os(home), os(home)]);
         let git = worktree.join(".git");
@@ -1005,6 +1014,22 @@ fn strings(line: &[OsString]) -> Vec<String> {
     line.iter()
         .map(|s| s.to_string_lossy().into_owned())
         .collect()
+}
+
+/// The folders bubblewrap has to create above `mount`, shallowest first:
+/// every ancestor below `/` that is neither bound from the host nor `/tmp`
+/// (a fresh tmpfs) nor inside either.
+fn passage_to(mount: &Path, bound: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = mount
+        .ancestors()
+        .skip(1)
+        .filter(|a| a.parent().is_some())
+        .filter(|a| *a != Path::new("/tmp"))
+        .filter(|a| !bound.iter().any(|b| a.starts_with(b) || b.starts_with(a)))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
 }
 
 #[cfg(test)]

@@ -120,3 +120,27 @@ impl Walker {
 pub fn hand_over(root: &Path, uid: u32, gid: u32) -> io::Result<usize> {
     Walker::default().hand_over(root, uid, gid)
 }
+
+/// Lets other users *pass through* every folder above `worktree` (adds the
+/// search bit `o+x`, never read or write), so a command running under the
+/// sandbox uid can reach the worktree by its absolute path — interpreters
+/// open their script by it (`python3 test.py` opens `/tmp/…/test.py`).
+/// Temporary folders are created `0700`, which would stop it there. Only
+/// folders this process owns are changed; the walk stops at the first one it
+/// does not own. Returns how many folders changed.
+pub fn let_others_traverse(worktree: &Path) -> io::Result<usize> {
+    let me = std::fs::metadata(worktree)?.uid();
+    let mut changed = 0;
+    for dir in worktree.ancestors().skip(1) {
+        let meta = std::fs::symlink_metadata(dir)?;
+        if meta.uid() != me {
+            break;
+        }
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o001 == 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o001))?;
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}

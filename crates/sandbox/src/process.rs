@@ -122,6 +122,14 @@ impl SandboxProvider for LocalSandboxProvider {
             sandbox.worktree = std::fs::canonicalize(worktree)
                 .map_err(|e| Error::internal(format!("cannot resolve worktree: {e}")))?;
             prepare_home(&sandbox.home, hardening.owner())?;
+            if hardening.owner().is_some() {
+                crate::ownership::let_others_traverse(&sandbox.worktree).map_err(|e| {
+                    Error::internal(format!(
+                        "cannot let the sandbox uid reach {}: {e}",
+                        sandbox.worktree.display()
+                    ))
+                })?;
+            }
             sandbox.hand_over().await?;
         }
         Ok(Box::new(sandbox))

@@ -14,7 +14,7 @@
 //! commands (`Allowlist::parse`), which case 3 checks.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox, SandboxProvider};
@@ -835,5 +835,38 @@ async fn a_command_killed_by_a_signal_fails_under_every_mode() {
             assert_eq!(r.exit_code, None, "{mode:?}: {r:?}");
             assert!(r.blocked.is_some(), "{mode:?}: {r:?}");
         }
+    }
+}
+
+/// The engine's worktrees live inside a `0700` temporary folder of the
+/// service; a script run by its path (`python3 test_app.py`, which Python
+/// opens by its absolute path) must still be reachable by the command uid,
+/// without that folder becoming listable. Found by the fleet's first run
+/// under the hardened runner: every probe failed with "Permission denied".
+#[tokio::test]
+async fn a_worktree_inside_a_private_folder_runs_scripts_by_path() {
+    for mode in MODES {
+        let Some(provider) = hardened(mode, |_| {}) else {
+            continue;
+        };
+        let outer = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(outer.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let before = 0o700;
+        let worktree = outer.path().join("probe-0");
+        std::fs::create_dir(&worktree).unwrap();
+        write(&worktree, "test_app.py", "print('ran by path')\n");
+        let sb = open(&provider, &worktree).await;
+        let r = run(&*sb, &["python3", "test_app.py"]).await;
+        assert!(r.passed(), "{mode:?}: {r:?}");
+        assert!(r.output.contains("ran by path"), "{mode:?}: {}", r.output);
+        let after = std::fs::metadata(outer.path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        if provider.guarantees().user.is_some() {
+            assert_eq!(after, before | 0o001, "{mode:?}: search only, not read");
+        }
+        sb.close().await.unwrap();
     }
 }

@@ -26,6 +26,21 @@ pub struct Args {
     pub print_config: bool,
 }
 
+/// Makes this process non-dumpable: its `/proc/<pid>/environ`, `mem` and
+/// file descriptors become root's, and ptrace attaches are refused, so a
+/// test that runs as the service's own uid (the hardened runner in a
+/// non-root pod, where no uid switch is possible) cannot read the tokens
+/// and database URL the service holds. Children start dumpable again after
+/// `execve`, and their environment is built from scratch by the sandbox.
+/// Also: no core dumps with secrets in them.
+pub fn protect_process(service: &str) {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!(
+            "{service}: cannot mark the process non-dumpable ({e}); its /proc files stay readable by its own uid"
+        );
+    }
+}
+
 /// Runs `service` to completion.
 pub fn launch<S, F, Fut>(service: &'static str, otlp: fn(&S) -> Option<&str>, run: F) -> ExitCode
 where
@@ -41,6 +56,7 @@ where
             return ExitCode::from(2);
         }
     };
+    protect_process(service);
     if args.print_config {
         println!(
             "{}",
@@ -77,4 +93,13 @@ where
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_protected_process_is_not_dumpable() {
+        super::protect_process("test");
+        assert!(!nix::sys::prctl::get_dumpable().expect("prctl"));
+    }
 }
