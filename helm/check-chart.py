@@ -5,7 +5,13 @@ Deployment with probes on /healthz and /readyz, a non-root read-only pod,
 a settings file that exists in the ConfigMap and parses as TOML with the
 service's ports and integer settings, Secret references that resolve,
 Services that select pods and name their ports, the verifier HPA, and clear
-failures for bad values.
+failures for bad values. Secure by default: every container of every pod
+non-root, read-only, without privilege escalation or capabilities, and no
+pod with a service-account token; a NetworkPolicy per service (its own ports
+in, DNS/NATS/PostgreSQL/git hosts out, the indexer's gRPC only from the
+investigator); the sandbox kind (hardened unless a Docker socket is given,
+local only when allowed) and what it mounts; the optional ServiceMonitors
+and KEDA ScaledObject.
 
 Helm comes from `helm` on PATH (`helm lint --strict` + `helm template`), or,
 where no helm binary can be installed (Debian has none), from the Helm library
@@ -45,6 +51,9 @@ import yaml
 CHART = Path(__file__).resolve().parent / "tracelab"
 SERVICES = ["investigator", "verifier", "arbiter", "ingest", "indexer"]
 PG = {"postgresql": {"url": "postgres://tracelab:pw@pg.db.svc:5432/tracelab"}}
+# Where the chart mounts the node's Docker socket in a pod (docker_socket).
+DOCKER_SOCKET = "/run/tracelab/docker.sock"
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "ReplicaSet")
 
 
 def merge(base, extra):
@@ -207,10 +216,13 @@ def check_manifests(text, values, c, scenario):
         c.that(spec["securityContext"].get("runAsNonRoot") is True, f"{where}: pod not runAsNonRoot")
         c.that(spec.get("automountServiceAccountToken") is False, f"{where}: service account token mounted")
         (ctr,) = spec["containers"]
-        sc = ctr["securityContext"]
-        c.that(sc.get("readOnlyRootFilesystem") is True, f"{where}: root file system writable")
-        c.that(sc.get("allowPrivilegeEscalation") is False, f"{where}: privilege escalation allowed")
-        c.that("ALL" in sc.get("capabilities", {}).get("drop", []), f"{where}: capabilities not dropped")
+        for each in spec["containers"] + spec.get("initContainers", []):
+            sc = each.get("securityContext", {})
+            c.that(sc.get("readOnlyRootFilesystem") is True, f"{where}: {each['name']}: root file system writable")
+            c.that(sc.get("allowPrivilegeEscalation") is False, f"{where}: {each['name']}: privilege escalation allowed")
+            c.that("ALL" in sc.get("capabilities", {}).get("drop", []), f"{where}: {each['name']}: capabilities not dropped")
+            c.that(sc.get("runAsNonRoot") is not False and sc.get("runAsUser") != 0 and not sc.get("privileged"),
+                   f"{where}: {each['name']}: runs as root or privileged")
         ports = {p["name"]: p["containerPort"] for p in ctr["ports"]}
         c.that(ctr["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}, f"{where}: liveness probe")
         c.that(ctr["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}, f"{where}: readiness probe")
@@ -232,6 +244,8 @@ def check_manifests(text, values, c, scenario):
             c.that("postgres_url" not in settings["fleet"], f"{where}: the PostgreSQL URL is in the ConfigMap")
             c.that(isinstance(settings["fleet"]["drain_seconds"], int), f"{where}: drain_seconds is not an integer")
             for key, want in values[name]["settings"].items():
+                if key == "sandbox" and name in ("investigator", "verifier"):
+                    continue  # built from the top-level `sandbox:`; check_sandbox
                 c.that(settings.get(key) == want and type(settings.get(key)) is type(want),
                        f"{where}: setting {key} = {settings.get(key)!r}, values say {want!r}")
         pg = env.get("TRACELAB__FLEET__POSTGRES_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
@@ -258,6 +272,7 @@ def check_manifests(text, values, c, scenario):
                 c.that("git-credentials" not in volumes, f"{where}: git credentials volume without a Secret")
         if text is not None:
             check_with_binary(name, text, env, secrets, settings, c, where)
+        check_sandbox(name, settings if text is not None else {}, ctr, spec, values, c, where)
         if name == "investigator":
             tokens = env.get("TRACELAB__TOKENS")
             has_tokens = bool(values["api"]["tokens"] or values["api"]["existingSecret"])
@@ -281,8 +296,8 @@ def check_manifests(text, values, c, scenario):
         if name == "verifier":
             c.that(env.get("TRACELAB__NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name",
                    f"{where}: verifier name not from the pod name")
-            hpa = values["verifier"]["autoscaling"]["enabled"]
-            c.that(("replicas" in d["spec"]) != hpa, f"{where}: replicas set while HPA={hpa}")
+            hpa = values["verifier"]["autoscaling"]["enabled"] or values["verifier"]["keda"]["enabled"]
+            c.that(("replicas" in d["spec"]) != hpa, f"{where}: replicas set while HPA/KEDA={hpa}")
         else:
             c.that(d["spec"].get("replicas") == values[name]["replicas"], f"{where}: replicas")
     for svc in by_kind.get("Service", []):
@@ -295,6 +310,9 @@ def check_manifests(text, values, c, scenario):
             for p in svc["spec"]["ports"]:
                 c.that(p["targetPort"] in names, f"{scenario}: Service {name} port {p['targetPort']} not on the pod")
     want_services = [s for s in ("investigator", "ingest", "indexer") if values[s]["enabled"]]
+    if values["serviceMonitor"]["enabled"]:
+        # Headless Services, so the verifiers' and the arbiter's /metrics can be scraped.
+        want_services += [s for s in ("verifier", "arbiter") if values[s]["enabled"]]
     c.that(len(by_kind.get("Service", [])) == len(want_services), f"{scenario}: Services")
     hpas = by_kind.get("HorizontalPodAutoscaler", [])
     if values["verifier"]["autoscaling"]["enabled"]:
@@ -304,6 +322,233 @@ def check_manifests(text, values, c, scenario):
                    f"{scenario}: HPA targets {target}")
     else:
         c.that(not hpas, f"{scenario}: HPA without autoscaling")
+    check_pods_everywhere(docs, by_kind, c, scenario)
+    check_network_policies(by_kind, deployments, values, c, scenario)
+    check_service_monitors(by_kind, deployments, values, c, scenario)
+    check_scaled_object(by_kind, deployments, values, c, scenario)
+
+
+def expected_sandbox(values, name):
+    """The [sandbox] table values ask for: sandbox.kind, else docker with a
+    socket, else hardened; then the service's own settings.sandbox keys."""
+    v = values["sandbox"]
+    kind = v["kind"] or ("docker" if v["dockerSocket"] else "hardened")
+    table = {"kind": kind, "image": v["image"], "allow": v["allow"], "runtime": v["runtime"]}
+    table.update(values[name]["settings"].get("sandbox") or {})
+    table["allow_local"] = table["kind"] == "local" and v["allowLocal"] is True
+    if table["kind"] == "docker":
+        table["docker_socket"] = DOCKER_SOCKET
+    return table
+
+
+def check_sandbox(name, settings, ctr, spec, values, c, where):
+    """The sandbox table in the settings file and what the pod mounts for it."""
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    host_paths = {n: v["hostPath"] for n, v in volumes.items() if "hostPath" in v}
+    mounts = {m["name"]: m["mountPath"] for m in ctr["volumeMounts"]}
+    tmpdir = env_of(ctr).get("TMPDIR", {}).get("value")
+    if name not in ("investigator", "verifier"):
+        c.that(not host_paths, f"{where}: hostPath volumes {sorted(host_paths)} in a pod that runs no tests")
+        c.that("sandbox" not in settings, f"{where}: a [sandbox] table in a service without sandboxes")
+        return
+    got = settings.get("sandbox", {})
+    c.that(got == expected_sandbox(values, name), f"{where}: sandbox {got} vs {expected_sandbox(values, name)}")
+    kind = got.get("kind")
+    c.that(kind in ("hardened", "docker", "local"), f"{where}: sandbox kind {kind!r}")
+    # local (tests as the pod's own user) only where the values allow it, and never implied.
+    c.that((kind == "local") == (got.get("allow_local") is True), f"{where}: kind {kind} with allow_local={got.get('allow_local')}")
+    if kind == "local":
+        c.that(values["sandbox"]["allowLocal"] is True, f"{where}: the local sandbox without sandbox.allowLocal")
+    c.that(got.get("runtime") == values["sandbox"]["runtime"], f"{where}: sandbox runtime {got.get('runtime')!r}")
+    if kind == "docker":
+        sock = host_paths.get("docker-socket", {})
+        c.that(sock == {"path": values["sandbox"]["dockerSocket"], "type": "Socket"},
+               f"{where}: docker socket hostPath {sock}")
+        c.that(mounts.get("docker-socket") == got.get("docker_socket") == DOCKER_SOCKET,
+               f"{where}: socket mounted at {mounts.get('docker-socket')}, docker_socket = {got.get('docker_socket')}")
+        # The engine bind-mounts worktrees by their node path: same path in the pod.
+        work = values["sandbox"]["hostWorkDir"]
+        c.that(host_paths.get("sandbox-work") == {"path": work, "type": "Directory"} and mounts.get("sandbox-work") == work
+               and tmpdir == work, f"{where}: worktrees not on the node path {work} (TMPDIR {tmpdir})")
+        gid = values["sandbox"]["dockerSocketGroup"]
+        groups = spec["securityContext"].get("supplementalGroups", [])
+        c.that((gid in groups) if gid is not None else not groups, f"{where}: supplementalGroups {groups}, socket group {gid}")
+        c.that(sorted(host_paths) == ["docker-socket", "sandbox-work"], f"{where}: hostPath volumes {sorted(host_paths)}")
+    else:
+        c.that(not host_paths, f"{where}: hostPath volumes {sorted(host_paths)} without the Docker sandbox")
+        c.that("docker_socket" not in got and tmpdir == "/tmp", f"{where}: docker settings without docker")
+        c.that("supplementalGroups" not in spec["securityContext"], f"{where}: supplementalGroups without docker")
+
+
+def pod_specs(docs):
+    """(name, pod spec) of every workload rendered, whatever its kind."""
+    for d in docs:
+        kind, spec = d["kind"], d.get("spec", {})
+        if kind == "Pod":
+            yield d["metadata"]["name"], spec
+        elif kind == "CronJob":
+            yield d["metadata"]["name"], spec["jobTemplate"]["spec"]["template"]["spec"]
+        elif kind in WORKLOADS:
+            yield d["metadata"]["name"], spec["template"]["spec"]
+
+
+def check_pods_everywhere(docs, by_kind, c, scenario):
+    """No pod of any kind mounts a service-account token or runs a container
+    as root, writable or with capabilities; the ServiceAccount agrees."""
+    for name, spec in pod_specs(docs):
+        where = f"{scenario}: pod of {name}"
+        c.that(spec.get("automountServiceAccountToken") is False, f"{where}: service account token mounted")
+        c.that(spec.get("securityContext", {}).get("runAsNonRoot") is True, f"{where}: not runAsNonRoot")
+        c.that(not spec.get("hostNetwork") and not spec.get("hostPID") and not spec.get("hostIPC"),
+               f"{where}: shares the node's network, PIDs or IPC")
+        for ctr in spec.get("containers", []) + spec.get("initContainers", []):
+            sc = ctr.get("securityContext", {})
+            c.that(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
+                   and not sc.get("privileged") and sc.get("runAsUser") != 0,
+                   f"{where}: container {ctr['name']} not read-only/non-root/unprivileged")
+    for sa in by_kind.get("ServiceAccount", []):
+        c.that(sa.get("automountServiceAccountToken") is False, f"{scenario}: ServiceAccount mounts its token")
+
+
+def rule_ports(rule):
+    return [(p.get("port"), p.get("protocol", "TCP")) for p in rule.get("ports", [])]
+
+
+def check_network_policies(by_kind, deployments, values, c, scenario):
+    """One NetworkPolicy per service: its own ports in, and out only DNS, the
+    backends it uses, the git hosts (the pods that fetch) and, for the
+    investigator, the indexer's gRPC."""
+    nps = {n["metadata"]["name"].rsplit("-", 1)[-1]: n for n in by_kind.get("NetworkPolicy", [])}
+    np_values = values["networkPolicy"]
+    if not np_values["enabled"]:
+        c.that(not nps, f"{scenario}: NetworkPolicies although networkPolicy.enabled=false")
+        return
+    c.that(sorted(nps) == sorted(deployments), f"{scenario}: NetworkPolicies {sorted(nps)} != Deployments {sorted(deployments)}")
+    pod_labels = {n: d["spec"]["template"]["metadata"]["labels"] for n, d in deployments.items()}
+    monitoring = [{"namespaceSelector": np_values["monitoring"]["namespaceSelector"]}]
+    uses = {"investigator": {"nats", "postgresql", "git", "indexer"}, "verifier": {"nats", "postgresql", "git"},
+            "arbiter": {"nats", "postgresql"}, "ingest": {"nats", "postgresql"}, "indexer": {"postgresql", "git"}}
+    for name, np in nps.items():
+        where = f"{scenario}: NetworkPolicy {name}"
+        if not c.that(name in deployments, f"{where} without a Deployment"):
+            continue
+        spec = np["spec"]
+        sel = spec["podSelector"].get("matchLabels", {})
+        c.that(bool(sel) and sel.items() <= pod_labels[name].items(), f"{where}: does not select the {name} pods")
+        others = [o for o in pod_labels if o != name and sel.items() <= pod_labels[o].items()]
+        c.that(not others, f"{where}: also selects {others}")
+        c.that(set(spec.get("policyTypes", [])) == {"Ingress", "Egress"}, f"{where}: policyTypes {spec.get('policyTypes')}")
+        svc = values[name]
+        own_ports = {svc["ports"]["http"]} | ({svc["ports"]["grpc"]} if svc["ports"].get("grpc") else set())
+        # Ingress: own ports only; who may call which.
+        for rule in spec.get("ingress", []):
+            ports = {p for p, _ in rule_ports(rule)}
+            c.that(bool(ports) and ports <= own_ports, f"{where}: ingress on {ports}, pod serves {own_ports}")
+            if "from" not in rule:
+                callers = {"investigator": "apiFrom", "ingest": "ingestFrom"}.get(name)
+                c.that(callers is not None and not np_values[callers], f"{where}: ingress from anywhere on {ports}")
+            elif rule["from"] == monitoring:
+                c.that(ports == {svc["ports"]["http"]}, f"{where}: monitoring may reach {ports}, not only the health port")
+        if name in ("verifier", "arbiter"):
+            c.that(all(r.get("from") == monitoring for r in spec.get("ingress", [])) and spec.get("ingress"),
+                   f"{where}: ingress beyond health/metrics from the monitoring namespace: {spec.get('ingress')}")
+        if name == "indexer":
+            grpc = [r for r in spec.get("ingress", []) if svc["ports"]["grpc"] in {p for p, _ in rule_ports(r)}]
+            inv = {"matchLabels": deployments["investigator"]["spec"]["selector"]["matchLabels"]} if "investigator" in deployments else None
+            c.that(len(grpc) == 1 and grpc[0].get("from") == [{"podSelector": inv}],
+                   f"{where}: gRPC not only from the investigator pods: {grpc}")
+        # Egress: every rule names its ports; exactly the expected ones.
+        egress = spec.get("egress", [])
+        c.that(all(r.get("ports") for r in egress), f"{where}: an egress rule without ports (all ports)")
+        dns = [r for r in egress if set(rule_ports(r)) == {(53, "UDP"), (53, "TCP")}]
+        c.that(len(dns) == 1 and dns[0].get("to") == np_values["dns"]["to"], f"{where}: DNS egress {dns}")
+        want = {53}
+        mine = uses[name]
+        for peer in ("nats", "postgresql"):
+            if peer in mine:
+                want |= set(np_values[peer]["ports"])
+                rule = [r for r in egress if {p for p, _ in rule_ports(r)} == set(np_values[peer]["ports"])]
+                c.that(len(rule) >= 1 and rule[0].get("to", []) == np_values[peer]["to"], f"{where}: {peer} egress {rule}")
+        if "git" in mine:
+            for host in np_values["gitHosts"]:
+                want |= set(host["ports"])
+                block = {"cidr": host["cidr"], **({"except": host["except"]} if host.get("except") else {})}
+                c.that(any(r.get("to") == [{"ipBlock": block}] and {p for p, _ in rule_ports(r)} == set(host["ports"])
+                           for r in egress), f"{where}: no egress to git hosts {host}")
+        indexer_rules = [r for r in egress if any("podSelector" in t and t["podSelector"].get("matchLabels", {}).items()
+                                                  <= pod_labels.get("indexer", {"-": "-"}).items() for t in r.get("to", []))]
+        if "indexer" in mine and "indexer" in deployments:
+            want.add(values["indexer"]["ports"]["grpc"])
+            c.that(len(indexer_rules) == 1 and rule_ports(indexer_rules[0]) == [(values["indexer"]["ports"]["grpc"], "TCP")],
+                   f"{where}: egress to the indexer's gRPC {indexer_rules}")
+        else:
+            c.that(not indexer_rules, f"{where}: egress to the indexer")
+        if values["fleet"]["otlp_endpoint"]:
+            want |= set(np_values["otlp"]["ports"])
+        got = {p for r in egress for p, _ in rule_ports(r)}
+        c.that(got == want, f"{where}: egress ports {sorted(got)}, expected {sorted(want)}")
+        if name == "verifier":
+            # What a hostile test in a verifier can reach: DNS, NATS, PostgreSQL, git hosts.
+            c.that(not ({"git", "nats", "postgresql"} ^ mine) and not indexer_rules,
+                   f"{where}: verifier egress beyond DNS, NATS, PostgreSQL and git hosts")
+
+
+def check_service_monitors(by_kind, deployments, values, c, scenario):
+    """With serviceMonitor.enabled, one per service, scraping /metrics on the
+    Service port that leads to the pod's health listener (`listen`)."""
+    sms = by_kind.get("ServiceMonitor", [])
+    sm = values["serviceMonitor"]
+    if not sm["enabled"]:
+        c.that(not sms, f"{scenario}: ServiceMonitors although serviceMonitor.enabled=false")
+        return
+    c.that(len(sms) == len(deployments), f"{scenario}: {len(sms)} ServiceMonitors for {len(deployments)} services")
+    services = by_kind.get("Service", [])
+    for m in sms:
+        name = m["metadata"]["name"].rsplit("-", 1)[-1]
+        where = f"{scenario}: ServiceMonitor {name}"
+        c.that(m["apiVersion"] == "monitoring.coreos.com/v1", f"{where}: apiVersion {m['apiVersion']}")
+        c.that(sm["labels"].items() <= m["metadata"]["labels"].items(), f"{where}: labels {m['metadata']['labels']}")
+        sel = m["spec"]["selector"]["matchLabels"]
+        matched = [s for s in services if sel.items() <= s["metadata"]["labels"].items()]
+        if not c.that(len(matched) == 1, f"{where}: selects {len(matched)} Services"):
+            continue
+        (endpoint,) = m["spec"]["endpoints"]
+        c.that(endpoint.get("path") == "/metrics" and endpoint.get("interval") == sm["interval"],
+               f"{where}: endpoint {endpoint}")
+        port = [p for p in matched[0]["spec"]["ports"] if p["name"] == endpoint.get("port")]
+        d = deployments.get(name)
+        if c.that(len(port) == 1 and d is not None, f"{where}: port {endpoint.get('port')} not on its Service"):
+            ctr = d["spec"]["template"]["spec"]["containers"][0]
+            target = {p["name"]: p["containerPort"] for p in ctr["ports"]}.get(port[0]["targetPort"])
+            # The health listener is `listen` = the http container port.
+            c.that(target == values[name]["ports"]["http"], f"{where}: scrapes port {target}, health is {values[name]['ports']['http']}")
+
+
+def check_scaled_object(by_kind, deployments, values, c, scenario):
+    """With verifier.keda.enabled, a ScaledObject on the verify work queue."""
+    sos = by_kind.get("ScaledObject", [])
+    keda = values["verifier"]["keda"]
+    if not (keda["enabled"] and values["verifier"]["enabled"]):
+        c.that(not sos, f"{scenario}: ScaledObject without verifier.keda.enabled")
+        return
+    if not c.that(len(sos) == 1, f"{scenario}: one ScaledObject"):
+        return
+    spec = sos[0]["spec"]
+    where = f"{scenario}: ScaledObject"
+    c.that(sos[0]["apiVersion"] == "keda.sh/v1alpha1", f"{where}: apiVersion")
+    c.that(spec["scaleTargetRef"]["name"] == deployments["verifier"]["metadata"]["name"], f"{where}: target {spec['scaleTargetRef']}")
+    c.that((spec["minReplicaCount"], spec["maxReplicaCount"]) == (keda["minReplicas"], keda["maxReplicas"]), f"{where}: replica bounds")
+    (trigger,) = spec["triggers"]
+    meta = trigger["metadata"]
+    c.that(trigger["type"] == "nats-jetstream", f"{where}: trigger {trigger['type']}")
+    c.that(meta.get("stream") == values["fleet"]["subject_prefix"].upper() + "_JOBS_VERIFY", f"{where}: stream {meta.get('stream')}")
+    c.that(meta.get("consumer") == "verifier" and meta.get("account") == keda["account"], f"{where}: consumer/account {meta}")
+    c.that(meta.get("natsServerMonitoringEndpoint") == keda["natsServerMonitoringEndpoint"], f"{where}: monitoring endpoint")
+    slots = keda["lagThreshold"] or values["verifier"]["settings"].get("concurrency", 1)
+    c.that(meta.get("lagThreshold") == str(slots), f"{where}: lagThreshold {meta.get('lagThreshold')!r}, slots {slots}")
+    c.that(meta.get("activationLagThreshold") == str(keda["activationLagThreshold"]), f"{where}: activationLagThreshold")
+    c.that(all(isinstance(v, str) for v in meta.values()), f"{where}: trigger metadata must be strings: {meta}")
+    c.that(not by_kind.get("HorizontalPodAutoscaler"), f"{where}: next to the chart's HPA")
 
 
 SCENARIOS = [
@@ -330,7 +575,60 @@ SCENARIOS = [
     }, True, None),
     ("no PostgreSQL URL", {}, False, "postgresql.url"),
     ("a token with a bad role", merge(PG, {"api": {"tokens": [{"name": "x", "token": "y", "role": "root"}]}}), False, None),
+    ("narrowed network policy, traces", merge(PG, {
+        "fleet": {"otlp_endpoint": "http://otel-collector.observability:4317"},
+        "networkPolicy": {
+            "gitHosts": [{"cidr": "140.82.112.0/20", "ports": [443, 22]},
+                         {"cidr": "10.20.0.0/16", "except": ["10.20.99.0/24"], "ports": [443]}],
+            "postgresql": {"to": [{"ipBlock": {"cidr": "10.30.0.5/32"}}], "ports": [6432]},
+            "otlp": {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}}}]},
+            "apiFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}],
+            "ingestFrom": [{"ipBlock": {"cidr": "192.0.2.0/24"}}],
+        },
+    }), True, None, {"sandbox": "hardened", "kinds": {"NetworkPolicy": 5}}),
+    ("Docker socket, ServiceMonitor, KEDA, no network policy", merge(PG, {
+        "sandbox": {"dockerSocket": "/var/run/docker.sock", "dockerSocketGroup": 998, "runtime": "runsc",
+                    "image": "registry.example.com/tracelab-sandbox:1"},
+        "networkPolicy": {"enabled": False},
+        "serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
+        "verifier": {"keda": {"enabled": True, "minReplicas": 0, "maxReplicas": 20}, "settings": {"concurrency": 2}},
+        "fleet": {"subject_prefix": "acme_ci"},
+    }), True, None, {"sandbox": "docker", "stream": "ACME_CI_JOBS_VERIFY", "lag": "2",
+                     "kinds": {"NetworkPolicy": 0, "ServiceMonitor": 5, "ScaledObject": 1, "HorizontalPodAutoscaler": 0}}),
+    ("hardened chosen over a socket, a per-service override", merge(PG, {
+        "sandbox": {"kind": "hardened", "dockerSocket": "/var/run/docker.sock"},
+        "verifier": {"settings": {"sandbox": {"require_namespaces": True}},
+                     "keda": {"enabled": True, "lagThreshold": 3}},
+    }), True, None, {"sandbox": "hardened", "lag": "3", "kinds": {"ScaledObject": 1, "ServiceMonitor": 0}}),
+    ("local sandbox, allowed", merge(PG, {"sandbox": {"kind": "local", "allowLocal": True}}), True, None,
+     {"sandbox": "local"}),
+    ("local sandbox without allowLocal", merge(PG, {"sandbox": {"kind": "local"}}), False, "sandbox.allowLocal"),
+    ("local through a service's own allow_local", merge(PG, {
+        "verifier": {"settings": {"sandbox": {"kind": "local", "allow_local": True}}}}), False, "sandbox.allowLocal"),
+    ("docker sandbox without a socket", merge(PG, {"sandbox": {"kind": "docker"}}), False, "sandbox.dockerSocket"),
+    ("an unknown sandbox kind", merge(PG, {"sandbox": {"kind": "chroot"}}), False, "sandbox.kind"),
+    ("HPA and KEDA both", merge(PG, {"verifier": {"autoscaling": {"enabled": True}, "keda": {"enabled": True}}}),
+     False, "verifier.keda.enabled and verifier.autoscaling.enabled"),
 ]
+
+
+def check_expectations(text, expect, c, scenario):
+    """What a scenario states outright, not derived from the values."""
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    for kind, n in expect.get("kinds", {}).items():
+        got = sum(1 for d in docs if d["kind"] == kind)
+        c.that(got == n, f"{scenario}: {got} {kind}, expected {n}")
+    config = next((d["data"] for d in docs if d["kind"] == "ConfigMap"), {})
+    if "sandbox" in expect:
+        for name in ("investigator", "verifier"):
+            kind = tomllib.loads(config.get(f"{name}.toml", "")).get("sandbox", {}).get("kind")
+            c.that(kind == expect["sandbox"], f"{scenario}: {name} sandbox {kind!r}, expected {expect['sandbox']!r}")
+    for so in (d for d in docs if d["kind"] == "ScaledObject"):
+        meta = so["spec"]["triggers"][0]["metadata"]
+        if "stream" in expect:
+            c.that(meta["stream"] == expect["stream"], f"{scenario}: stream {meta['stream']}")
+        if "lag" in expect:
+            c.that(meta["lagThreshold"] == expect["lag"], f"{scenario}: lagThreshold {meta['lagThreshold']}")
 
 
 def main():
@@ -338,11 +636,12 @@ def main():
     print(f"check-chart: rendering {CHART} with the {helm.name}")
     defaults = yaml.safe_load((CHART / "values.yaml").read_text())
     c = Checks()
-    for scenario, overrides, should_render, message in SCENARIOS:
+    for scenario, overrides, should_render, message, *expect in SCENARIOS:
         rendered, messages = helm.render(overrides)
         if should_render:
             if c.that(rendered is not None, f"{scenario}: did not render:\n{messages}"):
                 check_manifests(rendered, merge(defaults, overrides), c, scenario)
+                check_expectations(rendered, (expect or [{"sandbox": "hardened"}])[0], c, scenario)
         else:
             c.that(rendered is None, f"{scenario}: rendered although it should fail")
             if message:

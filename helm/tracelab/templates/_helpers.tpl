@@ -87,6 +87,9 @@ its ports, and `[fleet]`. Top-level scalars first, then one table per map.
 {{- $_ := set $s "grpc_listen" (printf "0.0.0.0:%v" $svc.ports.grpc) -}}
 {{- end -}}
 {{- $_ := set $s "fleet" (deepCopy .root.Values.fleet) -}}
+{{- if has .service (list "investigator" "verifier") -}}
+{{- $_ := set $s "sandbox" (include "tracelab.sandbox" . | fromJson) -}}
+{{- end -}}
 {{- range $key := keys $s | sortAlpha -}}
 {{- $v := index $s $key -}}
 {{- if ne (kindOf $v) "map" -}}
@@ -105,11 +108,55 @@ its ports, and `[fleet]`. Top-level scalars first, then one table per map.
 {{- end -}}
 
 {{/*
+The [sandbox] table of the investigator or a verifier, as JSON:
+(dict "root" $ "service" "verifier"). sandbox.kind, else docker when
+sandbox.dockerSocket is set, else hardened; then the service's own
+settings.sandbox keys, except allow_local and docker_socket, which follow
+sandbox.allowLocal and the socket's mount. The pod mounts what this chose.
+*/}}
+{{- define "tracelab.sandbox" -}}
+{{- $v := .root.Values.sandbox -}}
+{{- $kind := $v.kind | default (ternary "docker" "hardened" (ne (toString (default "" $v.dockerSocket)) "")) -}}
+{{- $t := dict "kind" $kind "image" (default "" $v.image) "allow" (default (list) $v.allow) "runtime" (default "" $v.runtime) -}}
+{{- $own := dig "settings" "sandbox" (dict) (index .root.Values .service) -}}
+{{- range $key, $value := $own -}}
+{{- $_ := set $t $key $value -}}
+{{- end -}}
+{{- /* Only sandbox.allowLocal permits local; the socket is where the pod mounts it. */ -}}
+{{- $_ := set $t "allow_local" (and (eq (toString $t.kind) "local") (eq (toString $v.allowLocal) "true")) -}}
+{{- if eq (toString $t.kind) "docker" -}}
+{{- $_ := set $t "docker_socket" "/run/tracelab/docker.sock" -}}
+{{- end -}}
+{{- if not (has $t.kind (list "hardened" "docker" "local")) -}}
+{{- fail (printf "sandbox.kind %q: use hardened, docker or local (or leave it empty)" (toString $t.kind)) -}}
+{{- end -}}
+{{- if and (eq $t.kind "local") (not $t.allow_local) -}}
+{{- fail "sandbox.kind local runs tests as the pod's own user, with its network, files and environment: set sandbox.allowLocal=true to accept that, or use hardened" -}}
+{{- end -}}
+{{- if and (eq $t.kind "docker") (not $v.dockerSocket) -}}
+{{- fail "sandbox.kind docker needs sandbox.dockerSocket, the node path of the Docker engine's socket to mount" -}}
+{{- end -}}
+{{- if and (eq $t.kind "docker") (not $v.hostWorkDir) -}}
+{{- fail "sandbox.kind docker needs sandbox.hostWorkDir: the engine bind-mounts worktrees by their node path" -}}
+{{- end -}}
+{{- toJson $t -}}
+{{- end -}}
+
+{{/*
 The pod of one service: (dict "root" $ "service" "verifier").
 */}}
 {{- define "tracelab.pod" -}}
 {{- $root := .root -}}
 {{- $svc := index $root.Values .service -}}
+{{- $docker := false -}}
+{{- if has .service (list "investigator" "verifier") -}}
+{{- $docker = eq (include "tracelab.sandbox" . | fromJson).kind "docker" -}}
+{{- end -}}
+{{- $podSecurity := deepCopy $root.Values.podSecurityContext -}}
+{{- $gid := get $root.Values.sandbox "dockerSocketGroup" -}}
+{{- if and $docker (not (kindIs "invalid" $gid)) (ne (toString $gid) "") -}}
+{{- $_ := set $podSecurity "supplementalGroups" (append (default (list) (get $podSecurity "supplementalGroups")) (int64 $gid)) -}}
+{{- end -}}
 metadata:
   labels:
     {{- include "tracelab.selectorLabels" . | nindent 4 }}
@@ -130,7 +177,7 @@ spec:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   securityContext:
-    {{- toYaml $root.Values.podSecurityContext | nindent 4 }}
+    {{- toYaml $podSecurity | nindent 4 }}
   terminationGracePeriodSeconds: {{ add (int $root.Values.fleet.drain_seconds) 15 }}
   containers:
     - name: {{ .service }}
@@ -181,7 +228,12 @@ spec:
         - name: HOME
           value: /tmp
         - name: TMPDIR
+          {{- if $docker }}
+          # Worktrees where the Docker engine can bind-mount them (same path on the node).
+          value: {{ $root.Values.sandbox.hostWorkDir }}
+          {{- else }}
           value: /tmp
+          {{- end }}
       ports:
         - name: http
           containerPort: {{ $svc.ports.http }}
@@ -220,6 +272,12 @@ spec:
           readOnly: true
         {{- end }}
         {{- end }}
+        {{- if $docker }}
+        - name: docker-socket
+          mountPath: /run/tracelab/docker.sock
+        - name: sandbox-work
+          mountPath: {{ $root.Values.sandbox.hostWorkDir }}
+        {{- end }}
   volumes:
     - name: config
       configMap:
@@ -247,6 +305,17 @@ spec:
         secretName: {{ $root.Values.gitCredentials.existingSecret }}
         defaultMode: 0440
     {{- end }}
+    {{- end }}
+    {{- if $docker }}
+    # The node's Docker engine: root on that node for whoever holds it.
+    - name: docker-socket
+      hostPath:
+        path: {{ $root.Values.sandbox.dockerSocket }}
+        type: Socket
+    - name: sandbox-work
+      hostPath:
+        path: {{ $root.Values.sandbox.hostWorkDir }}
+        type: Directory
     {{- end }}
   {{- with $svc.nodeSelector }}
   nodeSelector:
