@@ -20,8 +20,10 @@ use tracelab_domain::{Error, Result};
 /// Prints the credentials git asks for (`get`); ignores `store`/`erase`.
 const HELPER: &str = "!f() { test \"$1\" = get || return 0; printf 'username=%s\\npassword=%s\\n' \"$TRACELAB_GIT_USERNAME\" \"$TRACELAB_GIT_PASSWORD\"; }; f";
 
+/// The deployment's git credentials, by URL prefix (also used to push:
+/// `tracelab-codehost`).
 #[derive(Debug, Clone)]
-pub(crate) struct Credentials {
+pub struct Credentials {
     entries: Vec<Entry>,
     /// Keep the user's own credential helpers where no entry matches.
     ambient: bool,
@@ -36,7 +38,7 @@ struct Entry {
 /// What one git process needs to authenticate: environment variables, and
 /// the secret to scrub from anything git prints.
 #[derive(Debug, Default)]
-pub(crate) struct Auth {
+pub struct Auth {
     pub env: Vec<(String, String)>,
     pub secret: Option<String>,
 }
@@ -44,7 +46,7 @@ pub(crate) struct Auth {
 impl Credentials {
     /// Validates every entry: a parseable prefix, a password file for
     /// http(s), an SSH key *and* a known_hosts file for ssh.
-    pub(crate) fn new(settings: &[CredentialSetting], ambient: bool) -> Result<Self> {
+    pub fn new(settings: &[CredentialSetting], ambient: bool) -> Result<Self> {
         let entries = settings
             .iter()
             .enumerate()
@@ -111,7 +113,7 @@ impl Credentials {
 
     /// The environment a git process fetching `url` gets. Reads the
     /// password file now, so a rotated secret is used at once.
-    pub(crate) fn auth(&self, url: &RepoUrl) -> Result<Auth> {
+    pub fn auth(&self, url: &RepoUrl) -> Result<Auth> {
         let mut auth = Auth::default();
         let allow = match url.scheme() {
             Scheme::Https => "https",

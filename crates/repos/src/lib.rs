@@ -74,7 +74,8 @@ pub mod settings;
 pub mod url;
 
 pub use cache::{Mirror, RepoCache};
+pub use credentials::{Auth, Credentials};
 pub use policy::Source;
 pub use settings::{CredentialSetting, RepositorySettings};
 pub use tracelab_domain::{Error, ErrorKind, Result};
-pub use url::{RepoUrl, looks_like_url};
+pub use url::{RepoUrl, Scheme, looks_like_url};

@@ -24,7 +24,7 @@ pub struct RepoUrl {
 
 /// Transport; scp-like `user@host:path` is ssh.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Scheme {
+pub enum Scheme {
     Https,
     Http,
     Ssh,
@@ -89,7 +89,7 @@ impl RepoUrl {
         &self.fetch_url
     }
 
-    pub(crate) fn scheme(&self) -> Scheme {
+    pub fn scheme(&self) -> Scheme {
         self.scheme
     }
 
