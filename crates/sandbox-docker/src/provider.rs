@@ -76,10 +76,7 @@ impl std::fmt::Debug for DockerSandboxProvider {
 }
 
 async fn runtimes(docker: &Docker) -> Result<Vec<String>> {
-    let info = docker
-        .info()
-        .await
-        .map_err(|e| docker_error("info", e))?;
+    let info = docker.info().await.map_err(|e| docker_error("info", e))?;
     let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
     names.sort();
     Ok(names)

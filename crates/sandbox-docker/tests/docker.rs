@@ -779,13 +779,14 @@ async fn gvisor_runs_the_sandbox_where_the_engine_has_runsc() {
     };
     let provider = provider_with_runsc(config).await;
     let label = label("gvisor");
-    let dir = worktree(&[(
-        "probe.py",
-        "print(open('/proc/version').read())\n",
-    )]);
+    let dir = worktree(&[("probe.py", "print(open('/proc/version').read())\n")]);
     let sandbox = provider.open_docker(dir.path(), &label).await.unwrap();
     let result = sandbox.exec(&python("probe.py")).await.unwrap();
     assert!(result.passed(), "{result:?}");
-    assert!(result.output.contains("gVisor") || result.output.contains("4.4.0"), "{}", result.output);
+    assert!(
+        result.output.contains("gVisor") || result.output.contains("4.4.0"),
+        "{}",
+        result.output
+    );
     finish(&provider, &label, &[&sandbox]).await;
 }
