@@ -75,20 +75,21 @@ start() { # name binary health-port settings...
 
 # Ports from the API port: +1 investigations gRPC, +2 ingest HTTP, +3 OTLP
 # logs gRPC, +4 arbiter health, +6 indexer health, +7 indexer gRPC, +10+i verifiers.
-# One machine: the local sandbox (tests run as this user) is allowed here.
+# Tests run in the services' default sandbox, the hardened local runner
+# (bubblewrap or unshare namespaces where this kernel allows them; the log
+# says which). `--set sandbox.kind=docker` for containers.
 start investigator tracelab-investigator "$API_PORT" --config "$FLEET_DIR/investigator.toml" \
-    --set "grpc_listen=127.0.0.1:$((API_PORT + 1))" --set "sandbox.allow_local=true"
+    --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
 start ingest tracelab-ingest-service $((API_PORT + 2)) --config "$FLEET_DIR/ingest.toml" \
     --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
-# On one machine any local repository may be indexed; a deployment lists its roots.
+# Local repositories under the roots every service shares (fleet.toml's
+# [fleet.repositories] local_roots), as for the API.
 start indexer tracelab-indexer $((API_PORT + 6)) --config "$FLEET_DIR/indexer.toml" \
-    --set "grpc_listen=127.0.0.1:$((API_PORT + 7))" \
-    --set "allow_any_repository=true"
+    --set "grpc_listen=127.0.0.1:$((API_PORT + 7))"
 start arbiter tracelab-arbiter $((API_PORT + 4))
 for i in $(seq 1 "$VERIFIERS"); do
     # Each verifier fetches into its own mirror cache, as on separate machines.
     start "verifier-$i" tracelab-verifier $((API_PORT + 10 + i)) --set "name=verifier-$i" \
-        --set "sandbox.allow_local=true" \
         --set "fleet.repositories.cache_dir=$FLEET_DIR/repos/verifier-$i"
 done
 

@@ -174,7 +174,6 @@ impl Fleet {
             &[
                 format!("listen=127.0.0.1:{health}"),
                 format!("grpc_listen=127.0.0.1:{retrieval}"),
-                "allow_any_repository=true".into(),
                 "allow_unauthenticated=true".into(),
             ],
             health,

@@ -95,6 +95,13 @@ impl Policy {
             ));
         }
         let shown = redact(repository);
+        // A service resolving a relative path against its own working
+        // folder would surprise everyone; callers send absolute paths.
+        if !std::path::Path::new(repository).is_absolute() {
+            return Err(Error::invalid(format!(
+                "{shown} must be an absolute path on the service's machine, or a repository URL"
+            )));
+        }
         if self.roots.is_empty() {
             return Err(Error::permission_denied(format!(
                 "{shown} is a local path, and this deployment allows none (fleet.repositories.local_roots is empty); name the repository by URL"

@@ -75,6 +75,10 @@ impl std::fmt::Debug for DockerSandboxProvider {
     }
 }
 
+fn clamp_i32(v: i64) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
+}
+
 async fn runtimes(docker: &Docker) -> Result<Vec<String>> {
     let info = docker.info().await.map_err(|e| docker_error("info", e))?;
     let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
@@ -197,6 +201,12 @@ impl DockerSandboxProvider {
             forcerm: true,
             pull: None,
             networkmode: Some("none".to_string()),
+            // The build's containers get the sandbox's limits: a recipe is
+            // the repository's code too. (The API takes 32-bit byte counts.)
+            memory: Some(clamp_i32(self.config.memory_bytes())),
+            memswap: Some(clamp_i32(self.config.memory_bytes())),
+            cpuperiod: Some(100_000),
+            cpuquota: Some(clamp_i32((self.config.cpus * 100_000.0).round() as i64)),
             labels: Some(HashMap::from([(
                 LABEL_MANAGED.to_string(),
                 "true".to_string(),

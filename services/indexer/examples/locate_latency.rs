@@ -68,11 +68,14 @@ async fn main() -> anyhow::Result<()> {
         fleet: FleetSettings {
             postgres_url: url,
             postgres_schema: tracelab_testkit::backends::unique_name("idxbench"),
+            repositories: tracelab_repos::RepositorySettings {
+                local_roots: vec![repo.display().to_string()],
+                ..tracelab_repos::RepositorySettings::default()
+            },
             ..FleetSettings::default()
         },
         listen: format!("127.0.0.1:{}", port()??),
         grpc_listen: format!("127.0.0.1:{}", port()??),
-        repository_roots: vec![repo.clone()],
         allow_unauthenticated: true,
         ..Settings::default()
     };

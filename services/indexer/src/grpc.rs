@@ -1,11 +1,10 @@
 //! `tracelab.index.v1.Retrieval`: every request's repository is a path
-//! under the repository roots or a URL the deployment allows (fetched into
+//! under `fleet.repositories.local_roots` or a URL the deployment allows (fetched into
 //! this indexer's mirror cache), runs its git and CPU work through [`Workers`], and is
 //! one span that continues the caller's W3C trace (`traceparent` metadata).
 
 use crate::past;
 use crate::repos::{Filters, Repositories};
-use crate::roots::Roots;
 use crate::wire;
 use crate::work::{Workers, deadline};
 use std::path::PathBuf;
@@ -29,7 +28,6 @@ pub const MAX_TOP: usize = 1000;
 /// What the gRPC service needs.
 #[derive(Debug, Clone)]
 pub struct Service {
-    pub roots: Arc<Roots>,
     /// Repositories named by URL: the deployment's allow-list and this
     /// indexer's own mirror cache.
     pub sources: tracelab_fleet::repositories::Repositories,
@@ -70,7 +68,7 @@ fn filters(r: &pb::LocateRequest) -> Result<Filters, Status> {
 
 /// The local repository a request names, and the revision to read: a URL
 /// the deployment allows is fetched into this indexer's mirror cache and
-/// the revision resolved there; a path must lie under the roots. The
+/// the revision resolved there; a path must lie under the local roots. The
 /// checkout is held while the request works on it.
 async fn repository(
     service: &Service,
@@ -78,7 +76,13 @@ async fn repository(
     rev: Option<String>,
 ) -> Result<(PathBuf, Option<String>, Option<Checkout>), Status> {
     if !tracelab_repos::looks_like_url(requested) {
-        return Ok((service.roots.check(requested)?, rev, None));
+        // A local path: only under `fleet.repositories.local_roots`.
+        let checkout = service
+            .sources
+            .checkout(requested, &[])
+            .await
+            .map_err(tracelab_service::grpc::status)?;
+        return Ok((checkout.path.clone(), rev, Some(checkout)));
     }
     let wanted = rev.as_deref().unwrap_or("HEAD");
     let checkout = service

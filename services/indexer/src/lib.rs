@@ -2,7 +2,9 @@
 //! gRPC API (`tracelab.index.v1.Retrieval`, proto/tracelab/index/v1).
 //!
 //! - `Index`, `Locate`, `Neighbourhood`: `tracelab-code-index` on local
-//!   repositories under the configured roots ([`roots`]), with each
+//!   repositories named by a URL the deployment allows (fetched into this
+//!   indexer's mirror cache) or a path under `fleet.repositories.local_roots`
+//!   — the one repository policy every service shares — with each
 //!   repository's blob cache and last locators kept warm ([`repos`]) and the
 //!   blocking work bounded by `concurrency` ([`work`]).
 //! - `PastFailures`: failure groups from PostgreSQL by error or stack
@@ -14,7 +16,6 @@
 pub mod grpc;
 pub mod past;
 pub mod repos;
-pub mod roots;
 pub mod wire;
 pub mod work;
 
@@ -37,10 +38,6 @@ pub struct Settings {
     pub listen: String,
     /// The Retrieval API.
     pub grpc_listen: String,
-    /// Requests may name repositories under these directories only.
-    pub repository_roots: Vec<PathBuf>,
-    /// Any local path is a repository (a development machine only).
-    pub allow_any_repository: bool,
     /// Blob caches go to `<cache_dir>/<name>-<hash>`; empty = `<git dir>/tracelab/index`.
     pub cache_dir: String,
     /// Index / locate jobs running at once (each may use several cores).
@@ -59,8 +56,6 @@ impl Default for Settings {
             fleet: FleetSettings::default(),
             listen: "127.0.0.1:8086".into(),
             grpc_listen: "127.0.0.1:8087".into(),
-            repository_roots: Vec::new(),
-            allow_any_repository: false,
             cache_dir: String::new(),
             concurrency: 2,
             tokens: Vec::new(),
@@ -110,15 +105,6 @@ pub async fn serve(
         "indexer tokens",
         "any caller may read the indexed code",
     )?;
-    let roots = Arc::new(roots::Roots::new(
-        &settings.repository_roots,
-        settings.allow_any_repository,
-    )?);
-    if roots.is_open() {
-        tracing::warn!("allow_any_repository = true: requests may name any local path");
-    } else if roots.is_closed() {
-        tracing::warn!("no repository_roots configured: every repository request is refused");
-    }
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let readiness = Readiness::new(shutdown.clone()).check("postgres", {
         let store = store.clone();
@@ -128,7 +114,6 @@ pub async fn serve(
         }
     });
     let service = grpc::Service {
-        roots,
         sources: tracelab_fleet::repositories::Repositories::new(&settings.fleet.repositories)?,
         repos: Arc::new(repos::Repositories::new(
             Some(PathBuf::from(&settings.cache_dir)).filter(|d| !d.as_os_str().is_empty()),

@@ -294,7 +294,7 @@ async fn repositories_outside_the_roots_and_bad_input_get_clear_errors() {
         assert_eq!(e.code(), Code::PermissionDenied, "{refused}: {e:?}");
         assert!(
             e.message()
-                .contains("outside the configured repository_roots"),
+                .contains("outside the local roots this deployment allows"),
             "{}",
             e.message()
         );

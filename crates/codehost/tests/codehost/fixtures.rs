@@ -264,8 +264,7 @@ pub fn report() -> Report {
     }
 }
 
-/// Everything `tracing` printed at any level while the guard lives (this
-/// thread only: the tests run on a current-thread runtime).
+/// What `tracing` printed (see [`Logs::global`]).
 #[derive(Clone, Default)]
 pub struct Logs(Arc<Mutex<Vec<u8>>>);
 
@@ -280,14 +279,23 @@ impl Write for Logs {
 }
 
 impl Logs {
-    pub fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || logs.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
+    /// Everything every test of this binary logs, at TRACE, from a global
+    /// subscriber installed once. (A thread-local `set_default` lost events
+    /// under a loaded parallel run: callsite interest is cached process-wide.)
+    pub fn global() -> Logs {
+        static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs = Logs::default();
+            let writer = logs.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
+            logs
+        })
+        .clone()
     }
 
     pub fn text(&self) -> String {

@@ -162,13 +162,10 @@ async fn a_refused_token_is_permission_denied_naming_the_permissions_and_never_s
     let (remote, fake) = setup().await;
     let wrong = "ghp_wrongTOKEN9876543210zyxwvuSECRET";
     let host = host(&fake, wrong);
-    let logs = Logs::default();
-    let e = {
-        let _guard = logs.capture();
-        open_draft_pull_request(&remote.pusher(), &host, &remote.request())
-            .await
-            .unwrap_err()
-    };
+    let logs = Logs::global();
+    let e = open_draft_pull_request(&remote.pusher(), &host, &remote.request())
+        .await
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::PermissionDenied, "{e}");
     assert!(e.message.contains("GitHub at http://127.0.0.1:"), "{e}");
     assert!(

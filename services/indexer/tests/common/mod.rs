@@ -10,6 +10,7 @@ use tonic::transport::Channel;
 use tracelab_fleet::FleetSettings;
 use tracelab_indexer::{Listeners, Settings};
 use tracelab_proto::index::v1::retrieval_client::RetrievalClient;
+use tracelab_repos::RepositorySettings;
 use tracelab_service::Shutdown;
 use tracelab_testkit::FixtureRepo;
 use tracelab_testkit::backends::{backend, unique_name};
@@ -84,10 +85,12 @@ pub async fn start_with_tokens(
         fleet: FleetSettings {
             postgres_url: url,
             postgres_schema: unique_name("idx"),
+            repositories: RepositorySettings {
+                local_roots: roots.iter().map(|r| r.display().to_string()).collect(),
+                ..RepositorySettings::default()
+            },
             ..FleetSettings::default()
         },
-        repository_roots: roots,
-        allow_any_repository: false,
         cache_dir: cache.path().display().to_string(),
         concurrency,
         allow_unauthenticated: tokens.is_empty(),
