@@ -419,6 +419,20 @@ impl Fleet {
         (status, r.json().await.unwrap_or(serde_json::Value::Null))
     }
 
+    /// A dashboard page (HTML) of the investigator, read with a bearer
+    /// token as a script would: its status and body.
+    pub async fn page(&self, path: &str, token: &str) -> (u16, String) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.api))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET page");
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap_or_default())
+    }
+
     /// Polls until the investigation leaves the pipeline (WAITING_FOR_REVIEW
     /// or a terminal state); returns its last view.
     pub async fn wait_decided(&self, id: &str, within: Duration) -> serde_json::Value {

@@ -127,6 +127,18 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
     assert_eq!(report["suspects"][0]["symbol"], "py:app.add", "{report}");
     revert_stored_once(&fleet, report).await;
 
+    // The review dashboard, served by the investigator beside the API,
+    // shows the same diagnosis as HTML.
+    let (status, list) = fleet.page("/investigations", "any-token").await;
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains(&id), "the list names the investigation");
+    let (status, page) = fleet
+        .page(&format!("/investigations/{id}"), "any-token")
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(short(culprit)), "the page names the culprit");
+    assert!(page.contains("VERIFIED"), "the page shows the verified fix");
+
     // What each service counted, as Prometheus scrapes it.
     let metric = |text: &str, name: &str, labels: &[&str]| -> Option<f64> {
         text.lines()

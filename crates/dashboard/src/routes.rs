@@ -9,8 +9,8 @@ use crate::pages::{self, Chrome};
 use crate::source::{DashboardSource, ListFilter};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::header::{
-    CACHE_CONTROL, CONTENT_TYPE, COOKIE, REFERRER_POLICY, SET_COOKIE, X_CONTENT_TYPE_OPTIONS,
-    X_FRAME_OPTIONS,
+    AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, REFERRER_POLICY, SET_COOKIE,
+    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
@@ -101,7 +101,8 @@ fn random_failed(e: getrandom::Error) -> Response {
     )
 }
 
-/// The live session named by the request's cookie.
+/// The live session named by the request's cookie, else a read-only one
+/// for a valid `Authorization: Bearer` token (as the API accepts).
 fn current(app: &App, headers: &HeaderMap) -> Option<Session> {
     headers
         .get_all(COOKIE)
@@ -109,6 +110,15 @@ fn current(app: &App, headers: &HeaderMap) -> Option<Session> {
         .filter_map(|v| v.to_str().ok())
         .find_map(|h| cookie(h, SESSION_COOKIE))
         .and_then(|id| app.sessions.get(id))
+        .or_else(|| {
+            let token = headers
+                .get(AUTHORIZATION)?
+                .to_str()
+                .ok()?
+                .strip_prefix("Bearer ")?
+                .trim();
+            Session::for_one_request(app.auth.check(token)?)
+        })
 }
 
 /// The session, or a 303 to the sign-in page that comes back to `uri`.

@@ -771,3 +771,41 @@ async fn router_uses_default_settings() {
     let html = body(send(&app, get("/investigations", Some(&session))).await).await;
     assert!(text(&html).contains("No investigations match."));
 }
+
+#[tokio::test]
+async fn a_bearer_token_reads_pages_but_cannot_post_a_review() {
+    let (app, source) = app();
+    let bearer = |path: &str, token: &str| {
+        Request::get(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap()
+    };
+    let res = send(&app, bearer("/investigations", "review-token")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(text(&body(res).await).contains("rita"));
+    // An unknown token is no sign-in: back to the form.
+    let res = send(&app, bearer("/investigations", "wrong-token")).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(location(&res).starts_with("/login"), "{}", location(&res));
+    // The page's CSRF token belongs to that one request: posting it back
+    // with the same bearer token is refused, and nothing is recorded.
+    let page = body(send(&app, bearer(VERIFIED, "review-token")).await).await;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a review form with its CSRF token")
+        .to_string();
+    let res = send(
+        &app,
+        Request::post(format!("{VERIFIED}/approve"))
+            .header(header::AUTHORIZATION, "Bearer review-token")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(format!("csrf={csrf}")))
+            .unwrap(),
+    )
+    .await;
+    assert_ne!(res.status(), StatusCode::SEE_OTHER, "a review was accepted");
+    assert!(source.reviews().is_empty());
+}

@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod dashboard;
 pub mod grpc;
 pub mod proposer;
 pub mod repositories;
@@ -57,6 +58,30 @@ pub struct Settings {
     /// Local checkouts of repositories that evidence names by URL
     /// (`"https://github.com/acme/shop" = "/var/lib/tracelab/repos/shop"`).
     pub repositories: std::collections::BTreeMap<String, String>,
+    /// The review dashboard on `listen` (`/investigations`), signed in with
+    /// an API token.
+    pub dashboard: DashboardSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct DashboardSettings {
+    pub enabled: bool,
+    /// Mark the session cookie `Secure`: set it where browsers reach the
+    /// API over HTTPS (directly or through an ingress).
+    pub secure_cookie: bool,
+    /// A session ends this long after sign-in.
+    pub session_hours: u64,
+}
+
+impl Default for DashboardSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            secure_cookie: false,
+            session_hours: 8,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -74,6 +99,7 @@ impl Default for Settings {
             allow_unauthenticated: false,
             auto_investigate: true,
             repositories: Default::default(),
+            dashboard: DashboardSettings::default(),
         }
     }
 }
@@ -110,7 +136,14 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         grace,
         shutdown.clone(),
     ));
-    let router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
+    let mut router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
+    if settings.dashboard.enabled {
+        router = router.merge(dashboard::router(
+            api.clone(),
+            auth.clone(),
+            &settings.dashboard,
+        ));
+    }
     let rest_server = tokio::spawn(http::serve(rest_listener, router, shutdown.clone()));
     let grpc_server = tokio::spawn(grpc::serve(
         grpc_listener,

@@ -1,0 +1,108 @@
+//! The review dashboard (`tracelab-dashboard`) served beside the API, over
+//! the same store and the same tokens: a person signs in with their API
+//! token, reads investigations as HTML and approves or rejects with the
+//! roles the API enforces (viewer reads, reviewer and admin review).
+
+use crate::api::Api;
+use crate::auth::{Action, Auth, Caller, Role};
+use std::sync::Arc;
+use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
+use tracelab_domain::Result;
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::ports::InvestigationStore;
+use tracelab_domain::report::{InvestigationSummary, Report};
+use tracelab_domain::state::Transition;
+use tracelab_domain::verdict::Verdict;
+
+/// How many of the newest investigations the list page filters in memory
+/// (the store lists newest first; filters are few and cheap).
+const LIST_WINDOW: u32 = 1000;
+
+/// The dashboard's pages as a router to merge into the API's.
+pub fn router(api: Arc<Api>, auth: Auth, settings: &crate::DashboardSettings) -> axum::Router {
+    let settings = tracelab_dashboard::Settings {
+        secure_cookie: settings.secure_cookie,
+        session_ttl: std::time::Duration::from_secs(settings.session_hours.max(1) * 3600),
+        ..tracelab_dashboard::Settings::default()
+    };
+    tracelab_dashboard::router_with(
+        Arc::new(Source { api }),
+        Arc::new(Tokens { auth }),
+        settings,
+    )
+}
+
+struct Source {
+    api: Arc<Api>,
+}
+
+#[async_trait::async_trait]
+impl DashboardSource for Source {
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<InvestigationSummary>> {
+        let all = self.api.store.list(LIST_WINDOW).await?;
+        Ok(all
+            .into_iter()
+            .filter(|s| filter.matches(s))
+            .take(filter.limit.max(1) as usize)
+            .collect())
+    }
+
+    async fn report(&self, id: &str) -> Result<Option<Report>> {
+        InvestigationStore::get(&self.api.store, &InvestigationId(id.to_string())).await
+    }
+
+    async fn summary(&self, id: &str) -> Result<Option<(InvestigationSummary, Vec<Transition>)>> {
+        let id = InvestigationId(id.to_string());
+        let Some(row) = self.api.store.investigation(&id).await? else {
+            return Ok(None);
+        };
+        let summary = InvestigationSummary {
+            id: row.id,
+            state: row.state,
+            verdict: row
+                .verdict
+                .and_then(|v| serde_json::from_value::<Verdict>(serde_json::Value::String(v)).ok()),
+            repository: row.repository,
+            test_command: row.test_command,
+            culprit: row.culprit,
+            created_at: row.created_at,
+        };
+        Ok(Some((summary, self.api.store.transitions(&id).await?)))
+    }
+
+    async fn review(
+        &self,
+        id: &str,
+        approve: bool,
+        reviewer: &str,
+        reason: Option<&str>,
+    ) -> Result<()> {
+        // Only viewers with `can_review` reach this (the dashboard checks).
+        let caller = Caller {
+            name: reviewer.to_string(),
+            role: Role::Reviewer,
+        };
+        self.api
+            .review(id, approve, &caller, reason)
+            .await
+            .map(|_| ())
+    }
+}
+
+/// API tokens as dashboard sign-ins.
+struct Tokens {
+    auth: Auth,
+}
+
+impl Authenticator for Tokens {
+    fn check(&self, token: &str) -> Option<Viewer> {
+        let caller = self
+            .auth
+            .authorize(Some(&format!("Bearer {token}")), Action::Read)
+            .ok()?;
+        Some(Viewer {
+            can_review: caller.role >= Action::Review.role(),
+            name: caller.name,
+        })
+    }
+}
