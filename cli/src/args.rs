@@ -48,6 +48,15 @@ pub enum Command {
     Repro(ReproArgs),
     /// CI step: collect test reports, the log tail, commit and environment fingerprint; print or send them.
     Report(crate::report::ReportArgs),
+    /// Serve the review dashboard over this machine's investigations; the first stdout line is its URL.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0: any free port, printed in the URL).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+    pub listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]

@@ -73,6 +73,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Locate(args) => crate::code::locate(args, cli.token.as_deref()).await,
         Command::Repro(args) => crate::repro::run(args).await,
         Command::Report(args) => crate::report::run(args, None, cli.token.as_deref()).await,
+        Command::Serve(args) => serve(&cli.db, args, cli.token.clone()).await,
     }
 }
 
@@ -378,4 +379,23 @@ async fn decide(
         _ => println!("{} {id}", to.as_str().to_lowercase()),
     }
     Ok(())
+}
+
+#[cfg(feature = "dashboard")]
+async fn serve(
+    db: &Option<PathBuf>,
+    args: crate::args::ServeArgs,
+    token: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    crate::serve::run(open_store(db).await?, args.listen, token).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "dashboard"))]
+async fn serve(
+    _db: &Option<PathBuf>,
+    _args: crate::args::ServeArgs,
+    _token: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    Err(crate::built::without("dashboard", "tracelab serve"))
 }

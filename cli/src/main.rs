@@ -13,6 +13,8 @@ mod parse;
 mod remote;
 mod report;
 mod repro;
+#[cfg(feature = "dashboard")]
+mod serve;
 #[cfg(feature = "server")]
 mod upload;
 

@@ -534,3 +534,19 @@ pub fn pytest_junit(repo: &std::path::Path) -> String {
     );
     std::fs::read_to_string(xml).expect("the JUnit report")
 }
+
+/// The `tracelab` binary cargo built beside the test binaries.
+pub fn tracelab_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let path = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("target dir")
+        .join("tracelab");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it first (`cargo build -p tracelab`) or run `cargo test --workspace`",
+        path.display()
+    );
+    path
+}

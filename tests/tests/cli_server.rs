@@ -10,14 +10,7 @@ use tracelab_testkit::scenarios;
 
 /// The `tracelab` binary `cargo test --workspace` built next to this test.
 fn tracelab() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("tracelab");
-    assert!(
-        path.is_file(),
-        "{} is missing: build it first (`cargo build -p tracelab`) or run `cargo test --workspace`",
-        path.display()
-    );
-    path
+    tracelab_e2e::tracelab_binary()
 }
 
 fn investigate(extra: &[&str], repo: &str, test: &str) -> Value {

@@ -14,8 +14,7 @@ use tracelab_testkit::scenarios;
 
 /// The `tracelab` binary `cargo test --workspace` built next to this test.
 fn tracelab() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("tracelab")
+    tracelab_e2e::tracelab_binary()
 }
 
 /// A bare copy of `repo` named `name` under `base`, as a git server serves it.

@@ -79,6 +79,10 @@ pub fn router_with(
         .route("/investigations/{id}", get(routes::show))
         .route("/investigations/{id}/approve", post(routes::approve))
         .route("/investigations/{id}/reject", post(routes::reject))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            routes::token_in_query,
+        ))
         .layer(axum::middleware::map_response(routes::security_headers))
         .with_state(app)
 }

@@ -271,6 +271,59 @@ pub(crate) async fn login_submit(
         .into_response()
 }
 
+/// `GET <any page>?token=T` signs in with `T` (the link `tracelab serve`
+/// prints, as Jupyter's does) and redirects to the same page without the
+/// token, so it leaves the address bar and the history at once. A token
+/// that is not accepted goes to the sign-in form instead.
+pub(crate) async fn token_in_query(
+    State(app): AppState,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(query) = request
+        .uri()
+        .query()
+        .filter(|_| request.method() == axum::http::Method::GET)
+    else {
+        return next.run(request).await;
+    };
+    let Ok(pairs) = serde_urlencoded::from_str::<Vec<(String, String)>>(query) else {
+        return next.run(request).await;
+    };
+    let Some(token) = pairs
+        .iter()
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.clone())
+    else {
+        return next.run(request).await;
+    };
+    let rest: Vec<&(String, String)> = pairs.iter().filter(|(k, _)| k != "token").collect();
+    let mut page = request.uri().path().to_string();
+    if !rest.is_empty() {
+        page.push('?');
+        page.push_str(&serde_urlencoded::to_string(&rest).unwrap_or_default());
+    }
+    let page = safe_next(Some(&page));
+    let Some(viewer) = app.auth.check(token.trim()) else {
+        tracing::info!("dashboard sign-in by link refused");
+        return Redirect::to(&format!("/login?next={}", pages::path_segment(&page)))
+            .into_response();
+    };
+    tracing::info!(viewer = %viewer.name, can_review = viewer.can_review, "dashboard sign-in by link");
+    let (id, _) = match app.sessions.create(viewer) {
+        Ok(created) => created,
+        Err(e) => return random_failed(e),
+    };
+    let session = set_cookie(
+        SESSION_COOKIE,
+        &id,
+        "/",
+        app.sessions.ttl(),
+        app.secure_cookie,
+    );
+    (AppendHeaders([(SET_COOKIE, session)]), Redirect::to(&page)).into_response()
+}
+
 #[derive(Deserialize)]
 pub(crate) struct CsrfForm {
     #[serde(default)]

@@ -809,3 +809,33 @@ async fn a_bearer_token_reads_pages_but_cannot_post_a_review() {
     assert_ne!(res.status(), StatusCode::SEE_OTHER, "a review was accepted");
     assert!(source.reviews().is_empty());
 }
+
+#[tokio::test]
+async fn a_token_in_the_link_signs_in_and_leaves_the_address_bar() {
+    let (app, _source) = app();
+    let res = send(
+        &app,
+        get("/investigations?state=FAILED&token=read-token", None),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/investigations?state=FAILED");
+    let cookie = set_cookies(&res)
+        .into_iter()
+        .find(|c| c.starts_with("tracelab_session="))
+        .expect("a session cookie");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+    let session = cookie.split(';').next().unwrap().to_string();
+    let res = send(&app, get("/investigations?state=FAILED", Some(&session))).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(text(&body(res).await).contains("vic"));
+    // A token that is not accepted goes to the sign-in form, without it.
+    let res = send(&app, get("/investigations?token=nope", None)).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(
+        location(&res).starts_with("/login?next="),
+        "{}",
+        location(&res)
+    );
+    assert!(!location(&res).contains("nope"));
+}
