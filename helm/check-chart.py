@@ -3,7 +3,9 @@
 what a cluster would get: every document parses, each service has a
 Deployment with probes on /healthz and /readyz, a non-root read-only pod,
 a settings file that exists in the ConfigMap and parses as TOML with the
-service's ports and integer settings, Secret references that resolve,
+service's ports and integer settings, secrets only as files (each
+TRACELAB__<PATH>_FILE names a file mounted read-only from the right Secret
+key; no secret in any container's environment) that resolve,
 Services that select pods and name their ports, the verifier HPA, and clear
 failures for bad values. Secure by default: every container of every pod
 non-root, read-only, without privilege escalation or capabilities, and no
@@ -29,8 +31,9 @@ lint mode logs its message instead of failing: the log carries the rendered
 manifests. Needs PyYAML (python3-yaml) and cffi for that path.
 
 With TRACELAB_BIN=<dir of service binaries> (e.g. target/release), each
-service also loads its rendered settings file and Secret-fed variables with
-`--print-config`, so the chart and the binaries cannot drift apart.
+service also loads its rendered settings file and its secret files (written
+to a temporary folder, named by the same TRACELAB__<PATH>_FILE variables)
+with `--print-config`, so the chart and the binaries cannot drift apart.
 
 Exit status 0 when every check holds; the failed checks are printed.
 """
@@ -54,6 +57,8 @@ SERVICES = ["investigator", "verifier", "arbiter", "ingest", "indexer"]
 PG = {"postgresql": {"url": "postgres://tracelab:pw@pg.db.svc:5432/tracelab"}}
 # Where the chart mounts the node's Docker socket in a pod (docker_socket).
 DOCKER_SOCKET = "/run/tracelab/docker.sock"
+# Where the chart mounts the secrets a service reads (TRACELAB__<PATH>_FILE).
+SECRETS_DIR = "/etc/tracelab/secrets"
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "ReplicaSet")
 
 
@@ -167,9 +172,70 @@ def env_of(container):
     return {e["name"]: e for e in container.get("env", [])}
 
 
-def check_with_binary(name, toml_text, env, secrets, settings, c, where):
+def mounted_secret(ctr, volumes, path):
+    """The Secret key whose file the container sees at `path`, as
+    {"name", "key", "mount", "mode"}, or None when no Secret volume (plain or
+    projected) puts a file there."""
+    mount = None
+    for m in ctr.get("volumeMounts", []):
+        top = m["mountPath"].rstrip("/")
+        if path.startswith(top + "/") and (mount is None or len(top) > len(mount["mountPath"].rstrip("/"))):
+            mount = m
+    if mount is None or mount.get("subPath"):
+        return None
+    rel = path[len(mount["mountPath"].rstrip("/")) + 1:]
+    volume = volumes.get(mount["name"], {})
+    if "secret" in volume:
+        sources = [{"secret": {"name": volume["secret"].get("secretName"), "items": volume["secret"].get("items")}}]
+        default_mode = volume["secret"].get("defaultMode", 0o644)
+    elif "projected" in volume:
+        sources = volume["projected"].get("sources", [])
+        default_mode = volume["projected"].get("defaultMode", 0o644)
+    else:
+        return None
+    for src in sources:
+        secret = src.get("secret")
+        for item in (secret or {}).get("items") or []:
+            if item.get("path") == rel:
+                return {"name": secret.get("name"), "key": item.get("key"), "mount": mount,
+                        "mode": item.get("mode", default_mode)}
+    return None
+
+
+def secret_files(ctr, spec):
+    """{TRACELAB__<PATH>: mounted_secret of its file} for every
+    TRACELAB__<PATH>_FILE variable of the container."""
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    return {e["name"][:-len("_FILE")]: mounted_secret(ctr, volumes, e.get("value", ""))
+            for e in ctr.get("env", []) if e["name"].startswith("TRACELAB__") and e["name"].endswith("_FILE")}
+
+
+def expected_secret_files(name, values, secret_name):
+    """{TRACELAB__<PATH>: (Secret, key)} a service should read from files."""
+    want = {"TRACELAB__FLEET__POSTGRES_URL": (values["postgresql"]["existingSecret"] or secret_name,
+                                              values["postgresql"]["existingSecretKey"])}
+    if name == "investigator" and (values["api"]["tokens"] or values["api"]["existingSecret"]):
+        want["TRACELAB__TOKENS"] = (values["api"]["existingSecret"] or secret_name, values["api"]["existingSecretKey"])
+    if name in ("ingest", "indexer") and values[name]["tokens"]["existingSecret"]:
+        want["TRACELAB__TOKENS"] = (values[name]["tokens"]["existingSecret"], values[name]["tokens"]["existingSecretKey"])
+    if name == "ingest" and values["ingest"]["redactionKey"]["existingSecret"]:
+        want["TRACELAB__REDACTION_KEY"] = (values["ingest"]["redactionKey"]["existingSecret"],
+                                           values["ingest"]["redactionKey"]["existingSecretKey"])
+    return want
+
+
+def secret_env_refs(ctr):
+    """Environment entries of a container that take a value from a Secret."""
+    refs = [e["name"] for e in ctr.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+    refs += [f"envFrom {e['secretRef'].get('name')}" for e in ctr.get("envFrom", []) if "secretRef" in e]
+    return refs
+
+
+def check_with_binary(name, toml_text, env, files, secrets, settings, c, where):
     """With TRACELAB_BIN (a directory of service binaries), the service itself
-    loads the rendered file and the Secret-fed variables (`--print-config`)."""
+    loads the rendered file and its secret files (`--print-config`): each
+    Secret key the chart renders is written to a temporary file, named by the
+    same TRACELAB__<PATH>_FILE variable the pod has."""
     bin_dir = os.environ.get("TRACELAB_BIN")
     binary = Path(bin_dir or "/nonexistent") / f"tracelab-{name}"
     if not binary.is_file():
@@ -178,21 +244,32 @@ def check_with_binary(name, toml_text, env, secrets, settings, c, where):
         config = Path(tmp) / f"{name}.toml"
         config.write_text(toml_text)
         run_env = {"PATH": os.environ.get("PATH", ""), "TRACELAB_CONFIG": str(config)}
+        fed = {}
+        secret_dir = Path(tmp) / "secrets"
+        secret_dir.mkdir(mode=0o700)
+        for setting, ref in files.items():
+            if ref and ref["key"] in secrets.get(ref["name"], {}):
+                value = secrets[ref["name"]][ref["key"]]
+                path = secret_dir / Path(env[setting + "_FILE"]["value"]).name
+                path.write_text(value)
+                path.chmod(0o400)
+                run_env[setting + "_FILE"] = str(path)
+                fed[setting] = value
         for key, e in env.items():
-            ref = e.get("valueFrom", {}).get("secretKeyRef")
-            if ref and ref["name"] in secrets:
-                run_env[key] = secrets[ref["name"]][ref["key"]]
-            elif "value" in e and key.startswith("TRACELAB__"):
+            if "value" in e and key.startswith("TRACELAB__") and not key.endswith("_FILE"):
                 run_env[key] = e["value"]
         run = subprocess.run([str(binary), "--print-config"], env=run_env, capture_output=True, text=True)
     if c.that(run.returncode == 0, f"{where}: {binary.name} rejects its settings: {run.stderr.strip()}"):
         loaded = json.loads(run.stdout)
         c.that(loaded["listen"] == settings["listen"], f"{where}: {binary.name} listens on {loaded['listen']}")
-        if "TRACELAB__FLEET__POSTGRES_URL" in run_env:
-            c.that(loaded["fleet"]["postgres_url"] == run_env["TRACELAB__FLEET__POSTGRES_URL"],
-                   f"{where}: {binary.name} did not take the PostgreSQL URL from the Secret")
-        if "TRACELAB__TOKENS" in run_env:
-            c.that(len(loaded.get("tokens", [])) > 0, f"{where}: {binary.name} did not take the tokens")
+        if "TRACELAB__FLEET__POSTGRES_URL" in fed:
+            c.that(loaded["fleet"]["postgres_url"] == fed["TRACELAB__FLEET__POSTGRES_URL"],
+                   f"{where}: {binary.name} did not take the PostgreSQL URL from its file")
+        if "TRACELAB__TOKENS" in fed:
+            want = tomllib.loads(f"tokens = {fed['TRACELAB__TOKENS']}")["tokens"]
+            got = loaded.get("tokens", [])
+            c.that(len(got) == len(want) and all(g.get("token") == w["token"] for g, w in zip(got, want)),
+                   f"{where}: {binary.name} did not take the tokens from their file")
 
 
 def check_manifests(text, values, c, scenario):
@@ -211,6 +288,8 @@ def check_manifests(text, values, c, scenario):
     for name, d in deployments.items():
         where = f"{scenario}: {name}"
         pod = d["spec"]["template"]
+        # The chart's own Secret: <fullname>-secrets, the Deployment being <fullname>-<service>.
+        secret_name = d["metadata"]["name"].rsplit("-", 1)[0] + "-secrets"
         c.that(d["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(),
                f"{where}: selector does not match the pod labels")
         spec = pod["spec"]
@@ -249,12 +328,34 @@ def check_manifests(text, values, c, scenario):
                     continue  # built from the top-level `sandbox:`; check_sandbox
                 c.that(settings.get(key) == want and type(settings.get(key)) is type(want),
                        f"{where}: setting {key} = {settings.get(key)!r}, values say {want!r}")
-        pg = env.get("TRACELAB__FLEET__POSTGRES_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
+        # Secrets only as files: none in the environment, each TRACELAB__<PATH>_FILE
+        # naming a file under SECRETS_DIR mounted read-only from the right Secret key.
+        c.that(not secret_env_refs(ctr), f"{where}: secrets in the environment: {secret_env_refs(ctr)}")
+        files = secret_files(ctr, spec)
+        want_files = expected_secret_files(name, values, secret_name)
+        c.that(sorted(files) == sorted(want_files), f"{where}: secret files for {sorted(files)}, expected {sorted(want_files)}")
+        for setting, (want_name, want_key) in want_files.items():
+            c.that(setting not in env, f"{where}: {setting} in the environment")
+            ref = files.get(setting)
+            path = env.get(setting + "_FILE", {}).get("value", "")
+            if not c.that(ref is not None and (ref["name"], ref["key"]) == (want_name, want_key),
+                          f"{where}: {setting}_FILE={path} is not the file of Secret {want_name} key {want_key}: {ref}"):
+                continue
+            c.that(path.startswith(SECRETS_DIR + "/") and ref["mount"].get("readOnly") is True,
+                   f"{where}: {path} not under a read-only {SECRETS_DIR}")
+            # Owned by root, group fsGroup: group-readable, nothing for others, never writable.
+            mode = ref["mode"]
+            c.that(mode & 0o040 and not mode & 0o227 and spec["securityContext"].get("fsGroup") is not None,
+                   f"{where}: {path} mode {oct(mode)}, fsGroup {spec['securityContext'].get('fsGroup')}: "
+                   "not readable through the pod's fsGroup, or open to others or writable")
+            if want_name == secret_name:
+                c.that(want_key in secrets.get(secret_name, {}), f"{where}: {want_name} has no key {want_key}")
+        pg = files.get("TRACELAB__FLEET__POSTGRES_URL") or {}
         want_secret = values["postgresql"]["existingSecret"]
         if want_secret:
             c.that(pg.get("name") == want_secret, f"{where}: PostgreSQL secret {pg}")
         else:
-            c.that(pg.get("key") in secrets.get(pg.get("name"), {}), f"{where}: PostgreSQL secret ref {pg} does not resolve")
+            c.that(pg.get("key") in secrets.get(pg.get("name"), {}), f"{where}: PostgreSQL secret file {pg} does not resolve")
         if name in ("investigator", "verifier", "indexer"):
             want = values["fleet"]["repositories"]
             if text is not None:
@@ -272,25 +373,24 @@ def check_manifests(text, values, c, scenario):
             else:
                 c.that("git-credentials" not in volumes, f"{where}: git credentials volume without a Secret")
         if text is not None:
-            check_with_binary(name, text, env, secrets, settings, c, where)
+            check_with_binary(name, text, env, files, secrets, settings, c, where)
         check_sandbox(name, settings if text is not None else {}, ctr, spec, values, c, where)
         if name == "investigator":
-            tokens = env.get("TRACELAB__TOKENS")
+            tokens = files.get("TRACELAB__TOKENS")
             has_tokens = bool(values["api"]["tokens"] or values["api"]["existingSecret"])
-            c.that((tokens is not None) == has_tokens, f"{where}: TRACELAB__TOKENS present={tokens is not None}")
+            c.that((tokens is not None) == has_tokens, f"{where}: TRACELAB__TOKENS_FILE present={tokens is not None}")
             if tokens and not values["api"]["existingSecret"]:
-                ref = tokens["valueFrom"]["secretKeyRef"]
-                raw = secrets.get(ref["name"], {}).get(ref["key"])
+                raw = secrets.get(tokens["name"], {}).get(tokens["key"])
                 # The settings syntax for a list of tables is TOML's inline syntax.
                 parsed = tomllib.loads(f"tokens = {raw}")["tokens"] if raw else None
                 c.that(parsed == values["api"]["tokens"], f"{where}: tokens secret {raw!r}")
         if name in ("ingest", "indexer"):
-            ref = env.get("TRACELAB__TOKENS", {}).get("valueFrom", {}).get("secretKeyRef")
+            ref = files.get("TRACELAB__TOKENS")
             want = values[name]["tokens"]["existingSecret"]
             c.that((ref or {}).get("name") == (want or None),
                    f"{where}: tokens secret {ref}, values say {want!r}")
         if name == "ingest":
-            key = env.get("TRACELAB__REDACTION_KEY", {}).get("valueFrom", {}).get("secretKeyRef")
+            key = files.get("TRACELAB__REDACTION_KEY")
             want = values["ingest"]["redactionKey"]["existingSecret"]
             c.that((key or {}).get("name") == (want or None),
                    f"{where}: redaction key secret {key}, values say {want!r}")
@@ -395,7 +495,8 @@ def pod_specs(docs):
 
 def check_pods_everywhere(docs, by_kind, c, scenario):
     """No pod of any kind mounts a service-account token or runs a container
-    as root, writable or with capabilities; the ServiceAccount agrees."""
+    as root, writable or with capabilities, or has a secret in a container's
+    environment (secretKeyRef, envFrom a Secret); the ServiceAccount agrees."""
     for name, spec in pod_specs(docs):
         where = f"{scenario}: pod of {name}"
         c.that(spec.get("automountServiceAccountToken") is False, f"{where}: service account token mounted")
@@ -407,6 +508,7 @@ def check_pods_everywhere(docs, by_kind, c, scenario):
             c.that(sc.get("readOnlyRootFilesystem") is True and sc.get("allowPrivilegeEscalation") is False
                    and not sc.get("privileged") and sc.get("runAsUser") != 0,
                    f"{where}: container {ctr['name']} not read-only/non-root/unprivileged")
+            c.that(not secret_env_refs(ctr), f"{where}: container {ctr['name']} has secrets in its environment: {secret_env_refs(ctr)}")
     for sa in by_kind.get("ServiceAccount", []):
         c.that(sa.get("automountServiceAccountToken") is False, f"{scenario}: ServiceAccount mounts its token")
 

@@ -51,7 +51,6 @@
 //!   [`install_crypto_provider`] runs before the first client is built.
 
 pub mod body;
-mod git;
 pub mod github;
 pub mod gitlab;
 mod host;

@@ -11,14 +11,23 @@
 //!    server rejects it because the branch appeared meanwhile, step 2's
 //!    question is asked again and answered the same way.
 
-use crate::git::{Failure, Git};
 use crate::request::check_branch;
 use std::path::Path;
-use std::time::Duration;
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 use tracelab_domain::{Error, ErrorKind, Result};
+use tracelab_repos::git::{Failure, Git};
 use tracelab_repos::{Credentials, Scheme};
 use tracelab_repos::{RepoUrl, RepositorySettings};
+
+/// Beside the mirror cache's options (no hooks — a pre-push hook must not
+/// run with the push credentials in its environment —, protocol v2, any
+/// owner): push exactly the one ref asked for, with no tags, no submodules
+/// and no signing prompt.
+const PUSH_OPTIONS: &[&str] = &[
+    "push.followTags=false",
+    "push.recurseSubmodules=no",
+    "push.gpgSign=false",
+];
 
 /// What [`Pusher::push_branch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +57,8 @@ impl Pusher {
             ));
         }
         Ok(Self {
-            git: Git::from_process_env(settings.ambient_credentials),
+            git: Git::from_process_env(&std::env::temp_dir(), settings.ambient_credentials)
+                .with_options(PUSH_OPTIONS),
             credentials: Credentials::new(&settings.credentials, settings.ambient_credentials)?,
             timeout: Duration::from_secs(settings.fetch_timeout_seconds),
         })
@@ -87,6 +97,7 @@ impl Pusher {
                     &local_ref,
                 ],
                 &[],
+                None,
                 deadline,
             )
             .await
@@ -133,6 +144,7 @@ impl Pusher {
                     &refspec,
                 ],
                 &auth.env,
+                None,
                 deadline,
             )
             .await;
@@ -177,6 +189,7 @@ impl Pusher {
                 local,
                 &["ls-remote", "--refs", "--", url.fetch_url(), refname],
                 env,
+                None,
                 deadline,
             )
             .await

@@ -246,17 +246,10 @@ pub(crate) async fn login_submit(
         );
     };
     tracing::info!(viewer = %viewer.name, can_review = viewer.can_review, "dashboard sign-in");
-    let (id, _) = match app.sessions.create(viewer) {
-        Ok(created) => created,
-        Err(e) => return random_failed(e),
+    let session = match new_session(&app, viewer) {
+        Ok(cookie) => cookie,
+        Err(failed) => return failed,
     };
-    let session = set_cookie(
-        SESSION_COOKIE,
-        &id,
-        "/",
-        app.sessions.ttl(),
-        app.secure_cookie,
-    );
     let used = set_cookie(
         LOGIN_COOKIE,
         "",
@@ -310,18 +303,24 @@ pub(crate) async fn token_in_query(
             .into_response();
     };
     tracing::info!(viewer = %viewer.name, can_review = viewer.can_review, "dashboard sign-in by link");
-    let (id, _) = match app.sessions.create(viewer) {
-        Ok(created) => created,
-        Err(e) => return random_failed(e),
-    };
-    let session = set_cookie(
+    match new_session(&app, viewer) {
+        Ok(session) => {
+            (AppendHeaders([(SET_COOKIE, session)]), Redirect::to(&page)).into_response()
+        }
+        Err(failed) => failed,
+    }
+}
+
+/// A new session for `viewer`, as the `Set-Cookie` value that carries it.
+fn new_session(app: &App, viewer: crate::Viewer) -> Result<String, Response> {
+    let (id, _) = app.sessions.create(viewer).map_err(random_failed)?;
+    Ok(set_cookie(
         SESSION_COOKIE,
         &id,
         "/",
         app.sessions.ttl(),
         app.secure_cookie,
-    );
-    (AppendHeaders([(SET_COOKIE, session)]), Redirect::to(&page)).into_response()
+    ))
 }
 
 #[derive(Deserialize)]

@@ -52,15 +52,17 @@ const OPTIONS: &[&str] = &[
     "init.defaultBranch=main",
 ];
 
-/// The environment every git process starts from.
+/// The environment every git process starts from (also `tracelab-codehost`'s
+/// pushes, with their own options added).
 #[derive(Debug, Clone)]
-pub(crate) struct Git {
+pub struct Git {
     env: Vec<(OsString, OsString)>,
+    extra_options: &'static [&'static str],
 }
 
 /// How a git process failed.
 #[derive(Debug)]
-pub(crate) enum Failure {
+pub enum Failure {
     Start(std::io::Error),
     Timeout,
     Exit(String),
@@ -70,7 +72,7 @@ impl Git {
     /// Takes [`PASSED`] from this process's environment (and the ssh
     /// agent's socket with `ambient` credentials); `home` stands in when
     /// `HOME` is unset.
-    pub(crate) fn from_process_env(home: &Path, ambient: bool) -> Self {
+    pub fn from_process_env(home: &Path, ambient: bool) -> Self {
         let agent: &[&str] = if ambient { &["SSH_AUTH_SOCK"] } else { &[] };
         let mut env: Vec<(OsString, OsString)> = PASSED
             .iter()
@@ -93,13 +95,22 @@ impl Git {
         ] {
             env.push((k.into(), v.into()));
         }
-        Self { env }
+        Self {
+            env,
+            extra_options: &[],
+        }
+    }
+
+    /// More `-c` options on every command line, after the cache's own.
+    pub fn with_options(mut self, options: &'static [&'static str]) -> Self {
+        self.extra_options = options;
+        self
     }
 
     /// Runs `git -C dir args…` and returns its stdout. At `deadline` the
     /// process group (git and its helpers: remote-http, index-pack, ssh) is
     /// killed; so it is when the returned future is dropped.
-    pub(crate) async fn run(
+    pub async fn run(
         &self,
         dir: &Path,
         args: &[&str],
@@ -112,7 +123,7 @@ impl Git {
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         command.envs(env.iter().map(|(k, v)| (k, v)));
-        for option in OPTIONS {
+        for option in OPTIONS.iter().chain(self.extra_options) {
             command.args(["-c", option]);
         }
         command

@@ -66,7 +66,7 @@
 
 pub mod cache;
 mod credentials;
-mod git;
+pub mod git;
 mod layout;
 pub mod policy;
 mod revision;

@@ -143,6 +143,31 @@ sandbox.allowLocal and the socket's mount. The pod mounts what this chose.
 {{- end -}}
 
 {{/*
+The secrets one service reads, as JSON {"files": [...]}: (dict "root" $
+"service" "verifier"). Each names the setting's environment variable
+(`env`, which the pod sets as `<env>_FILE`), the file under
+/etc/tracelab/secrets and the Secret and key it comes from.
+*/}}
+{{- define "tracelab.secretFiles" -}}
+{{- $root := .root -}}
+{{- $files := list (dict "env" "TRACELAB__FLEET__POSTGRES_URL" "file" "postgres-url" "secret" (default (include "tracelab.secretName" $root) $root.Values.postgresql.existingSecret) "key" $root.Values.postgresql.existingSecretKey) -}}
+{{- if and (eq .service "investigator") (or $root.Values.api.tokens $root.Values.api.existingSecret) -}}
+{{- $files = append $files (dict "env" "TRACELAB__TOKENS" "file" "tokens" "secret" (default (include "tracelab.secretName" $root) $root.Values.api.existingSecret) "key" $root.Values.api.existingSecretKey) -}}
+{{- end -}}
+{{- /* Bearer tokens callers must send, in the settings syntax: [{name="ci", token="..."}]. */ -}}
+{{- if and (has .service (list "ingest" "indexer")) (index $root.Values .service).tokens.existingSecret -}}
+{{- $t := (index $root.Values .service).tokens -}}
+{{- $files = append $files (dict "env" "TRACELAB__TOKENS" "file" "tokens" "secret" $t.existingSecret "key" $t.existingSecretKey) -}}
+{{- end -}}
+{{- /* The HMAC key behind redaction pseudonyms (the built-in one is public). */ -}}
+{{- if and (eq .service "ingest") $root.Values.ingest.redactionKey.existingSecret -}}
+{{- $r := $root.Values.ingest.redactionKey -}}
+{{- $files = append $files (dict "env" "TRACELAB__REDACTION_KEY" "file" "redaction-key" "secret" $r.existingSecret "key" $r.existingSecretKey) -}}
+{{- end -}}
+{{- toJson (dict "files" $files) -}}
+{{- end -}}
+
+{{/*
 The pod of one service: (dict "root" $ "service" "verifier").
 */}}
 {{- define "tracelab.pod" -}}
@@ -152,6 +177,7 @@ The pod of one service: (dict "root" $ "service" "verifier").
 {{- if has .service (list "investigator" "verifier") -}}
 {{- $docker = eq (include "tracelab.sandbox" . | fromJson).kind "docker" -}}
 {{- end -}}
+{{- $secretFiles := (include "tracelab.secretFiles" . | fromJson).files -}}
 {{- $podSecurity := deepCopy $root.Values.podSecurityContext -}}
 {{- $gid := get $root.Values.sandbox "dockerSocketGroup" -}}
 {{- if and $docker (not (kindIs "invalid" $gid)) (ne (toString $gid) "") -}}
@@ -188,35 +214,12 @@ spec:
       env:
         - name: TRACELAB_CONFIG
           value: /etc/tracelab/{{ .service }}.toml
-        - name: TRACELAB__FLEET__POSTGRES_URL
-          valueFrom:
-            secretKeyRef:
-              name: {{ default (include "tracelab.secretName" $root) $root.Values.postgresql.existingSecret }}
-              key: {{ $root.Values.postgresql.existingSecretKey }}
-        {{- if eq .service "investigator" }}
-        {{- if or $root.Values.api.tokens $root.Values.api.existingSecret }}
-        - name: TRACELAB__TOKENS
-          valueFrom:
-            secretKeyRef:
-              name: {{ default (include "tracelab.secretName" $root) $root.Values.api.existingSecret }}
-              key: {{ $root.Values.api.existingSecretKey }}
-        {{- end }}
-        {{- end }}
-        {{- if and (has .service (list "ingest" "indexer")) (index $root.Values .service).tokens.existingSecret }}
-        # Bearer tokens callers must send, in the settings syntax: [{name="ci", token="..."}].
-        - name: TRACELAB__TOKENS
-          valueFrom:
-            secretKeyRef:
-              name: {{ (index $root.Values .service).tokens.existingSecret }}
-              key: {{ (index $root.Values .service).tokens.existingSecretKey }}
-        {{- end }}
-        {{- if and (eq .service "ingest") $root.Values.ingest.redactionKey.existingSecret }}
-        # The HMAC key behind redaction pseudonyms (the built-in one is public).
-        - name: TRACELAB__REDACTION_KEY
-          valueFrom:
-            secretKeyRef:
-              name: {{ $root.Values.ingest.redactionKey.existingSecret }}
-              key: {{ $root.Values.ingest.redactionKey.existingSecretKey }}
+        # Secrets as files of the read-only `secrets` volume, never as values
+        # in the environment (a test could read /proc/<pid>/environ):
+        # TRACELAB__<PATH>_FILE names the file the service reads <path> from.
+        {{- range $secretFiles }}
+        - name: {{ .env }}_FILE
+          value: /etc/tracelab/secrets/{{ .file }}
         {{- end }}
         {{- if eq .service "verifier" }}
         # Stored results name the pod that produced them.
@@ -259,6 +262,9 @@ spec:
         - name: config
           mountPath: /etc/tracelab
           readOnly: true
+        - name: secrets
+          mountPath: /etc/tracelab/secrets
+          readOnly: true
         - name: tmp
           mountPath: /tmp
         {{- if has .service (list "investigator" "verifier" "indexer") }}
@@ -285,6 +291,19 @@ spec:
         items:
           - key: {{ .service }}.toml
             path: {{ .service }}.toml
+    # One file per secret, from the Secrets and keys the values name; mode
+    # 0440 with the pod's fsGroup as group: readable by the container user.
+    - name: secrets
+      projected:
+        defaultMode: 0440
+        sources:
+          {{- range $secretFiles }}
+          - secret:
+              name: {{ .secret }}
+              items:
+                - key: {{ .key }}
+                  path: {{ .file }}
+          {{- end }}
     - name: tmp
       emptyDir:
         sizeLimit: {{ $root.Values.tmp.sizeLimit }}
