@@ -248,7 +248,7 @@ pub(crate) async fn login_submit(
     tracing::info!(viewer = %viewer.name, can_review = viewer.can_review, "dashboard sign-in");
     let session = match new_session(&app, viewer) {
         Ok(cookie) => cookie,
-        Err(failed) => return failed,
+        Err(e) => return random_failed(e),
     };
     let used = set_cookie(
         LOGIN_COOKIE,
@@ -307,13 +307,13 @@ pub(crate) async fn token_in_query(
         Ok(session) => {
             (AppendHeaders([(SET_COOKIE, session)]), Redirect::to(&page)).into_response()
         }
-        Err(failed) => failed,
+        Err(e) => random_failed(e),
     }
 }
 
 /// A new session for `viewer`, as the `Set-Cookie` value that carries it.
-fn new_session(app: &App, viewer: crate::Viewer) -> Result<String, Response> {
-    let (id, _) = app.sessions.create(viewer).map_err(random_failed)?;
+fn new_session(app: &App, viewer: crate::Viewer) -> Result<String, getrandom::Error> {
+    let (id, _) = app.sessions.create(viewer)?;
     Ok(set_cookie(
         SESSION_COOKIE,
         &id,
