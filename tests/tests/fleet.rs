@@ -156,12 +156,34 @@ async fn an_investigation_through_the_rest_api_matches_the_embedded_mode() {
         Some(1.0),
         "{arbiter}"
     );
+    // The fleet's investigations by state, counted from the store by the
+    // arbiter's sweep (every second here); this one waits for review.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let arbiter = fleet.metrics_of("arbiter").await;
+        let waiting = metric(
+            &arbiter,
+            "tracelab_investigations",
+            &["state=\"WAITING_FOR_REVIEW\""],
+        );
+        if waiting == Some(1.0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{arbiter}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let investigator = fleet.metrics_of("investigator").await;
     assert_eq!(
         metric(&investigator, "tracelab_investigations_created_total", &[]),
         Some(1.0),
         "{investigator}"
     );
+    for phase in ["reproduce", "propose"] {
+        assert!(
+            investigator.contains(&format!("tracelab_phase_seconds{{phase=\"{phase}\"")),
+            "{investigator}"
+        );
+    }
     assert!(
         metric(
             &investigator,

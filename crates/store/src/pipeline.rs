@@ -691,6 +691,16 @@ impl PgStore {
             .collect())
     }
 
+    /// How many investigations are in each state (states with none are
+    /// absent), for the `tracelab_investigations{state}` gauge.
+    pub async fn counts_by_state(&self) -> Result<Vec<(String, i64)>> {
+        let rows = sqlx::query("SELECT state, count(*) FROM investigations GROUP BY state")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_error)?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     /// A reviewer's decision: WAITING_FOR_REVIEW → APPROVED or REJECTED plus
     /// the audit row, in one transaction.
     pub async fn review(

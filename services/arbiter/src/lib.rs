@@ -134,6 +134,24 @@ async fn sweep(arbiter: Arc<Arbiter>, every: Duration, shutdown: Shutdown) {
             }
             Err(e) => tracing::warn!(error = %e, "cannot look for overdue investigations"),
         }
+        record_states(&arbiter.store).await;
+    }
+}
+
+/// Sets `tracelab_investigations{state}` for every state, from the store
+/// (the fleet's count, whichever arbiter replica reports it).
+async fn record_states(store: &PgStore) {
+    match store.counts_by_state().await {
+        Ok(counts) => {
+            for state in InvestigationState::ALL {
+                let n = counts
+                    .iter()
+                    .find(|(s, _)| s == state.as_str())
+                    .map_or(0, |(_, n)| *n);
+                metrics::gauge!("tracelab_investigations", "state" => state.as_str()).set(n as f64);
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "cannot count investigations by state"),
     }
 }
 

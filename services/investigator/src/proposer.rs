@@ -158,14 +158,18 @@ impl Investigator {
         use Failure::*;
         use InvestigationState::*;
         let ctx = &session.ctx;
+        let started = std::time::Instant::now();
         let reproduction = reproduce(ctx).await.map_err(Investigation)?;
+        phase_seconds("reproduce", started);
         self.store
             .advance(id, ContextLoading, Investigating, None)
             .await
             .map_err(Infrastructure)?;
+        let started = std::time::Instant::now();
         let (classification, mut proposal) = propose(ctx, reproduction, good)
             .await
             .map_err(Investigation)?;
+        phase_seconds("propose", started);
         let mut hypotheses = proposal.hypotheses.clone();
         if let Some(candidate) = &proposal.revert {
             hypotheses.push(
@@ -291,4 +295,11 @@ enum Failure {
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
     serde_json::to_value(value).map_err(|e| Error::internal(format!("cannot encode: {e}")))
+}
+
+/// `tracelab_phase_seconds{phase}`: how long one phase of an investigation
+/// took in this service (the verifier records `verify`).
+fn phase_seconds(phase: &'static str, started: std::time::Instant) {
+    metrics::histogram!("tracelab_phase_seconds", "phase" => phase)
+        .record(started.elapsed().as_secs_f64());
 }

@@ -146,8 +146,9 @@ impl Verifier {
             tracing::info!(hypothesis = %hypothesis_id, delivered = delivery.delivered, "verifying");
             let started = std::time::Instant::now();
             let hypothesis = self.verify(&job).await?;
-            metrics::histogram!("tracelab_verification_seconds")
-                .record(started.elapsed().as_secs_f64());
+            let seconds = started.elapsed().as_secs_f64();
+            metrics::histogram!("tracelab_verification_seconds").record(seconds);
+            metrics::histogram!("tracelab_phase_seconds", "phase" => "verify").record(seconds);
             let recorded = self
                 .store
                 .record_verification(DURABLE, &delivery.message.id, &hypothesis, &self.name)
