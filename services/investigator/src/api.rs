@@ -47,10 +47,12 @@ pub struct CreateRequest {
     pub evidence_id: Option<String>,
     /// Last known good revision.
     pub good: Option<String>,
-    /// The failing revision or branch; default HEAD.
-    #[serde(alias = "base_branch")]
+    /// The failing revision or branch; default HEAD. (`baseBranch`: the
+    /// design's name for it.)
+    #[serde(alias = "base_branch", alias = "baseBranch")]
     pub bad: Option<String>,
-    /// External issue id for branch names.
+    /// External issue id for branch names (`jiraIssueId` in the design).
+    #[serde(alias = "jiraIssueId", alias = "jira_issue_id")]
     pub issue_id: Option<String>,
     pub parallelism: Option<u32>,
     pub command_timeout_ms: Option<u64>,
@@ -306,5 +308,22 @@ impl Api {
             .await?;
         tracing::info!(%investigation, approve, by = %caller.name, "review recorded");
         self.get(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CreateRequest;
+
+    #[test]
+    fn the_designs_field_names_are_accepted() {
+        let r: CreateRequest = serde_json::from_str(
+            r#"{"repository": "https://git.example.com/acme/shop", "jiraIssueId": "PVS-421", "baseBranch": "main", "test_command": "pytest -q"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.issue_id.as_deref(), Some("PVS-421"));
+        assert_eq!(r.bad.as_deref(), Some("main"));
+        let unknown = serde_json::from_str::<CreateRequest>(r#"{"repositry": "x"}"#);
+        assert!(unknown.is_err(), "unknown fields stay refused");
     }
 }
