@@ -550,3 +550,29 @@ pub fn tracelab_binary() -> std::path::PathBuf {
     );
     path
 }
+
+/// `tracelab [extra…] --quiet investigate --repo REPO --test TEST --format
+/// json --parallel 2` with `env` added; the JSON report it printed.
+pub fn investigate_with_cli(
+    extra: &[&str],
+    env: &[(&str, &std::path::Path)],
+    repo: &str,
+    test: &str,
+) -> serde_json::Value {
+    let mut command = Command::new(tracelab_binary());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command
+        .args(extra)
+        .args(["--quiet", "investigate", "--repo", repo, "--test", test])
+        .args(["--format", "json", "--parallel", "2"])
+        .output()
+        .expect("run tracelab");
+    assert!(
+        out.status.success(),
+        "tracelab {extra:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report on stdout")
+}

@@ -14,18 +14,7 @@ fn tracelab() -> PathBuf {
 }
 
 fn investigate(extra: &[&str], repo: &str, test: &str) -> Value {
-    let out = Command::new(tracelab())
-        .args(extra)
-        .args(["--quiet", "investigate", "--repo", repo, "--test", test])
-        .args(["--format", "json", "--parallel", "2"])
-        .output()
-        .expect("run tracelab");
-    assert!(
-        out.status.success(),
-        "tracelab {extra:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON report on stdout")
+    tracelab_e2e::investigate_with_cli(extra, &[], repo, test)
 }
 
 fn keys(v: &Value) -> BTreeSet<String> {

@@ -5,7 +5,7 @@
 //! may be fetched and how.
 
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use tracelab_e2e::{Fleet, FleetOptions, backends};
@@ -13,10 +13,6 @@ use tracelab_testkit::git_server::{GitDaemon, GitHttp};
 use tracelab_testkit::scenarios;
 
 /// The `tracelab` binary `cargo test --workspace` built next to this test.
-fn tracelab() -> PathBuf {
-    tracelab_e2e::tracelab_binary()
-}
-
 /// A bare copy of `repo` named `name` under `base`, as a git server serves it.
 fn serve_copy(repo: &Path, base: &Path, name: &str) {
     let status = Command::new("git")
@@ -41,22 +37,7 @@ fn mirrors_in(dir: &Path) -> Vec<String> {
 }
 
 fn investigate(extra: &[&str], env: &[(&str, &Path)], repo: &str, test: &str) -> Value {
-    let mut command = Command::new(tracelab());
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let out = command
-        .args(extra)
-        .args(["--quiet", "investigate", "--repo", repo, "--test", test])
-        .args(["--format", "json", "--parallel", "2"])
-        .output()
-        .expect("run tracelab");
-    assert!(
-        out.status.success(),
-        "tracelab {extra:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON report on stdout")
+    tracelab_e2e::investigate_with_cli(extra, env, repo, test)
 }
 
 /// `tracelab --server URL investigate --repo git://…` gives the one-machine

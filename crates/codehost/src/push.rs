@@ -15,7 +15,7 @@ use crate::request::check_branch;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tracelab_domain::{Error, ErrorKind, Result};
-use tracelab_repos::git::{Failure, Git};
+use tracelab_repos::git::{Complaint, Failure, Git, complaint, last_line};
 use tracelab_repos::{Credentials, Scheme};
 use tracelab_repos::{RepoUrl, RepositorySettings};
 
@@ -244,104 +244,52 @@ fn git_error(what: &str, url: &RepoUrl, stderr: &str, secret: Option<&str>) -> E
     let said = stderr.to_ascii_lowercase();
     let any = |needles: &[&str]| needles.iter().any(|n| said.contains(n));
     let last = last_line(stderr, secret);
-    let (kind, message) = if any(&["could not read username", "could not read password"]) {
-        (
-            ErrorKind::PermissionDenied,
-            format!(
-                "the git server asked for credentials to push to {url}, and none are configured for it (fleet.repositories.credentials)"
-            ),
-        )
-    } else if any(&["host key verification failed"]) {
-        (
-            ErrorKind::PermissionDenied,
-            format!("the SSH host key of {url} is not the one pinned in known_hosts"),
-        )
-    } else if any(&[
+    // What only a push hears; the rest is what a fetch hears too.
+    let complaint = if any(&[
         "protected branch",
         "pre-receive hook declined",
         "hook declined",
     ]) {
-        (
+        return Error::new(
             ErrorKind::PermissionDenied,
             format!("{url} refused the branch (a server-side rule): {last}"),
-        )
-    } else if any(&[
-        "repository not found",
-        "does not appear to be a git repository",
-        "no such repository",
-        "returned error: 404",
-        "not found",
-    ]) {
-        (
+        );
+    } else if any(&["permission to", "not allowed to push"]) {
+        Complaint::Refused
+    } else {
+        complaint(stderr)
+    };
+    let (kind, message) = match complaint {
+        Complaint::NoCredentials => (
+            ErrorKind::PermissionDenied,
+            format!(
+                "the git server asked for credentials to push to {url}, and none are configured for it (fleet.repositories.credentials)"
+            ),
+        ),
+        Complaint::HostKey => (
+            ErrorKind::PermissionDenied,
+            format!("the SSH host key of {url} is not the one pinned in known_hosts"),
+        ),
+        Complaint::NotFound => (
             ErrorKind::NotFound,
             format!(
                 "{url}: the git server has no such repository (or hides it from these credentials)"
             ),
-        )
-    } else if any(&[
-        "authentication failed",
-        "returned error: 401",
-        "returned error: 403",
-        "permission denied",
-        "permission to",
-        "access denied",
-        "not allowed to push",
-        "invalid username or password",
-    ]) {
-        (
+        ),
+        Complaint::Refused => (
             ErrorKind::PermissionDenied,
             format!(
                 "the git server refused to let the configured credentials push to {url}: they need write access \
                  (GitHub: contents: write; GitLab: write_repository with the Developer role)"
             ),
-        )
-    } else if any(&[
-        "could not resolve host",
-        "could not resolve hostname",
-        "connection refused",
-        "connection timed out",
-        "operation timed out",
-        "couldn't connect",
-        "failed to connect",
-        "unable to connect",
-        "unable to access",
-        "connection reset",
-        "network is unreachable",
-        "no route to host",
-        "returned error: 5",
-        "remote end hung up",
-        "early eof",
-    ]) {
-        (
+        ),
+        Complaint::Unreachable => (
             ErrorKind::Unavailable,
             format!("{url} cannot be reached: {last}"),
-        )
-    } else {
-        (ErrorKind::Internal, format!("{what} {url} failed: {last}"))
+        ),
+        Complaint::Other => (ErrorKind::Internal, format!("{what} {url} failed: {last}")),
     };
     Error::new(kind, message)
-}
-
-/// The last non-empty line git printed, short, without `secret`.
-fn last_line(stderr: &str, secret: Option<&str>) -> String {
-    let mut line = stderr
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or("git printed nothing")
-        .to_string();
-    if let Some(secret) = secret.filter(|s| !s.is_empty()) {
-        line = line.replace(secret, "***");
-    }
-    if line.len() > 300 {
-        let mut end = 300;
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
-        line.truncate(end);
-        line.push('…');
-    }
-    line
 }
 
 fn short(sha: &str) -> &str {

@@ -222,21 +222,62 @@ pub(crate) fn network_error(
         }
         Failure::Exit(stderr) => stderr,
     };
-    let said = stderr.to_ascii_lowercase();
-    let any = |needles: &[&str]| needles.iter().any(|n| said.contains(n));
     let last = last_line(&stderr, secret);
-    let (kind, message) = if any(&["could not read username", "could not read password"]) {
-        (
+    let (kind, message) = match complaint(&stderr) {
+        Complaint::NoCredentials => (
             ErrorKind::PermissionDenied,
             format!(
                 "the git server asked for credentials for {url}, and none are configured for it (fleet.repositories.credentials)"
             ),
-        )
-    } else if any(&["host key verification failed"]) {
-        (
+        ),
+        Complaint::HostKey => (
             ErrorKind::PermissionDenied,
             format!("the SSH host key of {url} is not the one pinned in known_hosts"),
-        )
+        ),
+        Complaint::NotFound => (
+            ErrorKind::NotFound,
+            format!(
+                "{url}: the git server has no such repository (or hides it from these credentials)"
+            ),
+        ),
+        Complaint::Refused => (
+            ErrorKind::PermissionDenied,
+            format!("the git server refused the credentials for {url}"),
+        ),
+        Complaint::Unreachable => (
+            ErrorKind::Unavailable,
+            format!("{url} cannot be reached: {last}"),
+        ),
+        Complaint::Other => (ErrorKind::Internal, format!("{what} {url} failed: {last}")),
+    };
+    Error::new(kind, message)
+}
+
+/// What a git command that talked to a server complained about, read from
+/// its stderr (English: the runner sets `LC_ALL=C`). Shared by fetches and
+/// by `tracelab-codehost`'s pushes, which word their own messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Complaint {
+    /// It wanted a user name or password and had none.
+    NoCredentials,
+    /// The SSH host key is not the pinned one.
+    HostKey,
+    /// No such repository (or hidden from these credentials).
+    NotFound,
+    /// The credentials were refused.
+    Refused,
+    /// The server could not be reached or dropped the connection.
+    Unreachable,
+    Other,
+}
+
+pub fn complaint(stderr: &str) -> Complaint {
+    let said = stderr.to_ascii_lowercase();
+    let any = |needles: &[&str]| needles.iter().any(|n| said.contains(n));
+    if any(&["could not read username", "could not read password"]) {
+        Complaint::NoCredentials
+    } else if any(&["host key verification failed"]) {
+        Complaint::HostKey
     } else if any(&[
         "repository not found",
         "does not appear to be a git repository",
@@ -245,12 +286,7 @@ pub(crate) fn network_error(
         "returned error: 404",
         "not found",
     ]) {
-        (
-            ErrorKind::NotFound,
-            format!(
-                "{url}: the git server has no such repository (or hides it from these credentials)"
-            ),
-        )
+        Complaint::NotFound
     } else if any(&[
         "authentication failed",
         "returned error: 401",
@@ -259,10 +295,7 @@ pub(crate) fn network_error(
         "access denied",
         "invalid username or password",
     ]) {
-        (
-            ErrorKind::PermissionDenied,
-            format!("the git server refused the credentials for {url}"),
-        )
+        Complaint::Refused
     } else if any(&[
         "could not resolve host",
         "could not resolve hostname",
@@ -280,18 +313,14 @@ pub(crate) fn network_error(
         "remote end hung up",
         "early eof",
     ]) {
-        (
-            ErrorKind::Unavailable,
-            format!("{url} cannot be reached: {last}"),
-        )
+        Complaint::Unreachable
     } else {
-        (ErrorKind::Internal, format!("{what} {url} failed: {last}"))
-    };
-    Error::new(kind, message)
+        Complaint::Other
+    }
 }
 
 /// The last non-empty line git printed, short, without `secret`.
-pub(crate) fn last_line(stderr: &str, secret: Option<&str>) -> String {
+pub fn last_line(stderr: &str, secret: Option<&str>) -> String {
     let mut line = stderr
         .lines()
         .map(str::trim)
