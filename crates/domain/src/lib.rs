@@ -16,6 +16,7 @@ pub mod error;
 pub mod experiment;
 pub mod hypothesis;
 pub mod ids;
+pub mod journal;
 pub mod language;
 pub mod oracle;
 pub mod patch;

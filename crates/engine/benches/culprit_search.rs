@@ -88,6 +88,7 @@ async fn tracelab_search(s: &Scenario, k: usize) -> Measured {
         },
         bad: s.head.clone(),
         progress: Arc::new(Silent),
+        journal: None,
     };
     // The signature of the failure at the tip (untimed, see the module docs).
     let first = pool.run(&s.head, &ctx.test_spec()).await.unwrap();

@@ -1,6 +1,7 @@
 //! What every agent of one investigation shares.
 
 use crate::config::EngineConfig;
+use crate::journal::SearchJournal;
 use crate::pool::Pool;
 use crate::probe::TestCommand;
 use crate::progress::Progress;
@@ -19,6 +20,9 @@ pub struct Context {
     /// Full sha of the bad revision.
     pub bad: String,
     pub progress: Arc<dyn Progress>,
+    /// Judgements of an earlier process of this investigation, and where to
+    /// write new ones (the fleet); `None` on one machine.
+    pub journal: Option<Arc<SearchJournal>>,
 }
 
 impl Context {

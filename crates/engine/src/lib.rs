@@ -16,6 +16,7 @@ pub mod config;
 pub mod context;
 pub mod git;
 pub mod investigate;
+pub mod journal;
 pub mod oracle;
 pub mod phases;
 pub mod pool;

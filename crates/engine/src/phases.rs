@@ -17,9 +17,7 @@ use tracelab_domain::experiment::RunCounts;
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind};
 use tracelab_domain::hypothesis::{FlakyStats, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId, hypothesis_branch};
-use tracelab_domain::report::{
-    BisectSummary, CULPRIT_CONFIDENCE, Culprit, OracleMode, Report, Suspect,
-};
+use tracelab_domain::report::{BisectSummary, CULPRIT_CONFIDENCE, Culprit, Report, Suspect};
 use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP, rate_higher};
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::state::InvestigationState;
@@ -419,11 +417,7 @@ async fn propose_classified(
             }
         }
         // Judgements stay valid only under the same rate model and oracle.
-        let oracle = if model.overlay.is_some() {
-            OracleMode::TestsAtBad
-        } else {
-            OracleMode::TestsAtRevision
-        };
+        let oracle = model.oracle();
         let seed = if model.background_rate.is_some() || early_oracle != Some(oracle) {
             HashMap::new()
         } else {

@@ -87,12 +87,31 @@ impl Session {
             test: prepared.test,
             bad: prepared.bad,
             progress,
+            journal: None,
         };
         Ok(Self {
             ctx,
             workspace,
             pool,
         })
+    }
+
+    /// Keeps the culprit search's judgements in `journal` and starts from
+    /// those an earlier process of this investigation made (a redelivered
+    /// investigation in the fleet).
+    pub async fn with_journal(
+        mut self,
+        journal: Arc<dyn tracelab_domain::journal::ProbeJournal>,
+    ) -> Result<Self> {
+        let journal = crate::journal::SearchJournal::open(self.ctx.id.clone(), journal).await?;
+        if journal.loaded() > 0 {
+            self.ctx.progress.report(&format!(
+                "resuming: {} probe judgements journaled by an earlier attempt",
+                journal.loaded()
+            ));
+        }
+        self.ctx.journal = Some(Arc::new(journal));
+        Ok(self)
     }
 
     /// Closes the sandboxes and removes the worktrees and every hypothesis

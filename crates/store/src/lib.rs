@@ -24,6 +24,7 @@
 pub mod conformance;
 pub mod groups;
 mod idempotency;
+mod journal;
 pub mod outbox;
 mod pg_error;
 mod pipeline;

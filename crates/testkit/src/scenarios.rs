@@ -89,9 +89,39 @@ pub fn regression_behind_broken_range() -> Scenario {
 /// A linear history of `commits` commits whose test sleeps `test_seconds`;
 /// commit number `culprit_at` (1-based from the root) introduces the failure.
 pub fn linear_regression(commits: usize, culprit_at: usize, test_seconds: f64) -> Scenario {
+    linear_regression_with_test(commits, culprit_at, test_seconds, "")
+}
+
+/// [`linear_regression`] whose test first appends one line to `run_log`
+/// (an absolute path outside the repository): the name of the folder it
+/// runs in, its pid and the revision checked out there. A side channel that counts how often the test
+/// really ran, and where, independent of what the product records.
+pub fn linear_regression_logged(
+    commits: usize,
+    culprit_at: usize,
+    test_seconds: f64,
+    run_log: &std::path::Path,
+) -> Scenario {
+    let log = run_log.display().to_string();
+    assert!(
+        run_log.is_absolute() && !log.contains(['"', '\\', '\n']),
+        "the run log needs a plain absolute path: {log}"
+    );
+    let prologue = format!(
+        "import os, subprocess\n_rev = subprocess.run([\"git\", \"rev-parse\", \"HEAD\"], capture_output=True, text=True).stdout.strip()\nwith open(\"{log}\", \"a\") as _log:\n    _log.write(f\"{{os.path.basename(os.getcwd())}} {{os.getpid()}} {{_rev}}\\n\")\n"
+    );
+    linear_regression_with_test(commits, culprit_at, test_seconds, &prologue)
+}
+
+fn linear_regression_with_test(
+    commits: usize,
+    culprit_at: usize,
+    test_seconds: f64,
+    prologue: &str,
+) -> Scenario {
     assert!(culprit_at >= 1 && culprit_at < commits);
     let test = format!(
-        "import time\nfrom app import add\n\ntime.sleep({test_seconds})\nassert add(2, 2) == 4, f\"add(2, 2) returned {{add(2, 2)}}\"\nprint(\"ok\")\n"
+        "{prologue}import time\nfrom app import add\n\ntime.sleep({test_seconds})\nassert add(2, 2) == 4, f\"add(2, 2) returned {{add(2, 2)}}\"\nprint(\"ok\")\n"
     );
     let mut repo = FixtureRepo::new();
     let root = repo.commit(

@@ -5,7 +5,7 @@
 //!
 //! | stored state | action |
 //! |---|---|
-//! | CREATED, CONTEXT_LOADING, INVESTIGATING | (re)run reproduction and agents, save the proposal, publish |
+//! | CREATED, CONTEXT_LOADING, INVESTIGATING | (re)run reproduction and agents, save the proposal, publish; the culprit search resumes from the probe journal |
 //! | VERIFYING | the proposal is stored: publish its jobs again (same message ids, so de-duplicated) |
 //! | later or terminal | nothing |
 //!
@@ -143,7 +143,15 @@ impl Investigator {
             self.sandboxes.clone(),
             Arc::new(tracelab_engine::Silent),
         )
-        .map_err(Investigation)?;
+        .map_err(Investigation)?
+        // A redelivered investigation resumes its culprit search from the
+        // judgements the investigator that died had journaled.
+        .with_journal(Arc::new(self.store.clone()))
+        .await
+        .map_err(Infrastructure)?;
+        if let Some(journal) = session.ctx.journal.as_ref().filter(|j| j.loaded() > 0) {
+            tracing::info!(investigation = %id, judgements = journal.loaded(), "resuming the culprit search from journaled probes");
+        }
         let result = self.agents(&session, id, good).await;
         session.close(None).await;
         result

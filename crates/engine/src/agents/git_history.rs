@@ -58,6 +58,15 @@ impl FlakeModel {
         self.overlay = overlay;
         self
     }
+
+    /// Which tests judge the probes under this model.
+    pub fn oracle(&self) -> OracleMode {
+        if self.overlay.is_some() {
+            OracleMode::TestsAtBad
+        } else {
+            OracleMode::TestsAtRevision
+        }
+    }
 }
 
 /// What the search found.
@@ -169,24 +178,40 @@ async fn probe_rate(
 /// [`probe_all`], reusing judgements already known to say the failure is
 /// there (bad) or cannot be tested; a known "good" may have come from a
 /// weaker model and is probed again.
+///
+/// Judgements journaled by an earlier process of the investigation count as
+/// known under the same rule (and without a background rate); fresh ones
+/// are journaled.
 async fn probe_unknown(
     ctx: &Context,
     revisions: &[String],
     model: &FlakeModel,
     known: &HashMap<String, ProbeReport>,
 ) -> Result<Vec<ProbeReport>> {
+    let oracle = model.oracle();
+    let journaled = match (&ctx.journal, model.background_rate) {
+        (Some(journal), None) => journal.reusable(oracle),
+        _ => HashMap::new(),
+    };
     let reuse = |r: &String| {
         known
             .get(r)
             .copied()
             .filter(|k| k.result != ProbeResult::Good)
+            .or_else(|| journaled.get(r).copied())
     };
     let todo: Vec<String> = revisions
         .iter()
         .filter(|r| reuse(r).is_none())
         .cloned()
         .collect();
-    let mut fresh = probe_all(ctx, &todo, model).await?.into_iter();
+    let fresh = probe_all(ctx, &todo, model).await?;
+    if let (Some(journal), None) = (&ctx.journal, model.background_rate) {
+        for (revision, report) in todo.iter().zip(&fresh) {
+            journal.record(revision, oracle, *report).await;
+        }
+    }
+    let mut fresh = fresh.into_iter();
     Ok(revisions
         .iter()
         .map(|r| reuse(r).unwrap_or_else(|| fresh.next().expect("one report per probe")))

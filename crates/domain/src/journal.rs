@@ -1,0 +1,144 @@
+//! The probe journal: the culprit search's judgements, kept outside the
+//! process that made them. In the fleet an investigation's `requested`
+//! event is redelivered when its investigator dies; the next one loads the
+//! journal and does not probe again what was already judged (the costly
+//! part of an investigation is the search, minutes on a real project).
+//!
+//! Only judgements that stay true under a later model are reused (the
+//! engine's rule for seeding a search): a revision where the failure was
+//! seen (bad) or could not be tested, under the same oracle, and never under
+//! a flakiness-rate model. A "good" is journaled for the record but probed
+//! again, since a stricter model may need more passes.
+
+use crate::Result;
+use crate::bisect::ProbeResult;
+use crate::ids::InvestigationId;
+use crate::report::OracleMode;
+
+/// One probe's judgement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournaledProbe {
+    pub revision: String,
+    /// Which tests judged it (the bad revision's, or the probe's own).
+    pub oracle: OracleMode,
+    pub result: ProbeResult,
+    pub runs: u32,
+    pub passes: u32,
+}
+
+impl JournaledProbe {
+    /// Whether a later search under `oracle` (without a background rate)
+    /// may take this judgement as it is.
+    pub fn reusable_under(&self, oracle: OracleMode) -> bool {
+        self.oracle == oracle && self.result != ProbeResult::Good
+    }
+}
+
+/// Where the judgements are kept.
+#[async_trait::async_trait]
+pub trait ProbeJournal: Send + Sync {
+    /// Every judgement recorded for `id`, in no particular order.
+    async fn load(&self, id: &InvestigationId) -> Result<Vec<JournaledProbe>>;
+    /// Records one judgement; a later judgement of the same revision under
+    /// the same oracle replaces the earlier one.
+    async fn record(&self, id: &InvestigationId, probe: &JournaledProbe) -> Result<()>;
+}
+
+/// The journal in memory: for tests of the logic, and for a process that
+/// resumes itself.
+#[derive(Debug, Default)]
+pub struct MemoryJournal {
+    probes: std::sync::Mutex<Vec<(InvestigationId, JournaledProbe)>>,
+}
+
+#[async_trait::async_trait]
+impl ProbeJournal for MemoryJournal {
+    async fn load(&self, id: &InvestigationId) -> Result<Vec<JournaledProbe>> {
+        let probes = self.probes.lock().expect("journal lock");
+        Ok(probes
+            .iter()
+            .filter(|(i, _)| i == id)
+            .map(|(_, p)| p.clone())
+            .collect())
+    }
+
+    async fn record(&self, id: &InvestigationId, probe: &JournaledProbe) -> Result<()> {
+        let mut probes = self.probes.lock().expect("journal lock");
+        probes.retain(|(i, p)| {
+            !(i == id && p.revision == probe.revision && p.oracle == probe.oracle)
+        });
+        probes.push((id.clone(), probe.clone()));
+        Ok(())
+    }
+}
+
+/// `ProbeResult` as stored text (`good`, `bad`, `untestable`).
+pub fn result_name(result: ProbeResult) -> &'static str {
+    match result {
+        ProbeResult::Good => "good",
+        ProbeResult::Bad => "bad",
+        ProbeResult::Untestable => "untestable",
+    }
+}
+
+/// The inverse of [`result_name`].
+pub fn parse_result(name: &str) -> Option<ProbeResult> {
+    match name {
+        "good" => Some(ProbeResult::Good),
+        "bad" => Some(ProbeResult::Bad),
+        "untestable" => Some(ProbeResult::Untestable),
+        _ => None,
+    }
+}
+
+/// `OracleMode` as stored text (its serde name).
+pub fn oracle_name(oracle: OracleMode) -> &'static str {
+    match oracle {
+        OracleMode::TestsAtBad => "tests_at_bad",
+        OracleMode::TestsAtRevision => "tests_at_revision",
+    }
+}
+
+/// The inverse of [`oracle_name`].
+pub fn parse_oracle(name: &str) -> Option<OracleMode> {
+    match name {
+        "tests_at_bad" => Some(OracleMode::TestsAtBad),
+        "tests_at_revision" => Some(OracleMode::TestsAtRevision),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for r in [ProbeResult::Good, ProbeResult::Bad, ProbeResult::Untestable] {
+            assert_eq!(parse_result(result_name(r)), Some(r));
+        }
+        for o in [OracleMode::TestsAtBad, OracleMode::TestsAtRevision] {
+            assert_eq!(parse_oracle(oracle_name(o)), Some(o));
+            assert_eq!(
+                serde_json::to_value(o).unwrap(),
+                serde_json::json!(oracle_name(o))
+            );
+        }
+        assert_eq!(parse_result("maybe"), None);
+    }
+
+    #[test]
+    fn only_bad_and_untestable_under_the_same_oracle_are_reused() {
+        let probe = |result| JournaledProbe {
+            revision: "abc".into(),
+            oracle: OracleMode::TestsAtBad,
+            result,
+            runs: 1,
+            passes: 0,
+        };
+        assert!(probe(ProbeResult::Bad).reusable_under(OracleMode::TestsAtBad));
+        assert!(probe(ProbeResult::Untestable).reusable_under(OracleMode::TestsAtBad));
+        assert!(!probe(ProbeResult::Good).reusable_under(OracleMode::TestsAtBad));
+        assert!(!probe(ProbeResult::Bad).reusable_under(OracleMode::TestsAtRevision));
+    }
+}

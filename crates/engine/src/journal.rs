@@ -1,0 +1,65 @@
+//! The culprit search's side of the probe journal
+//! ([`tracelab_domain::journal`]): what an earlier process of the same
+//! investigation already judged, and a place to write new judgements.
+
+use crate::agents::git_history::ProbeReport;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracelab_domain::Result;
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::journal::{JournaledProbe, ProbeJournal};
+use tracelab_domain::report::OracleMode;
+
+pub struct SearchJournal {
+    id: InvestigationId,
+    port: Arc<dyn ProbeJournal>,
+    /// Loaded once, when the session opened.
+    prior: Vec<JournaledProbe>,
+}
+
+impl SearchJournal {
+    /// Loads what was journaled for `id` so far.
+    pub async fn open(id: InvestigationId, port: Arc<dyn ProbeJournal>) -> Result<Self> {
+        let prior = port.load(&id).await?;
+        Ok(Self { id, port, prior })
+    }
+
+    /// Judgements from before this process that a search under `oracle`
+    /// (without a background rate) takes as they are.
+    pub fn reusable(&self, oracle: OracleMode) -> HashMap<String, ProbeReport> {
+        self.prior
+            .iter()
+            .filter(|p| p.reusable_under(oracle))
+            .map(|p| {
+                (
+                    p.revision.clone(),
+                    ProbeReport {
+                        result: p.result,
+                        runs: p.runs,
+                        passes: p.passes,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// How many judgements were loaded.
+    pub fn loaded(&self) -> usize {
+        self.prior.len()
+    }
+
+    /// Records a fresh judgement. The journal only saves work: a failure to
+    /// write is logged, never the investigation's failure.
+    pub async fn record(&self, revision: &str, oracle: OracleMode, report: ProbeReport) {
+        let probe = JournaledProbe {
+            revision: revision.to_string(),
+            oracle,
+            result: report.result,
+            runs: report.runs,
+            passes: report.passes,
+        };
+        if let Err(e) = self.port.record(&self.id, &probe).await {
+            tracing::warn!(investigation = %self.id, revision, error = %e, "cannot journal a probe judgement");
+        }
+    }
+}
