@@ -20,6 +20,16 @@ pub enum HostKind {
     GitLab,
 }
 
+impl HostKind {
+    /// `github` or `gitlab`, as in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostKind::GitHub => "github",
+            HostKind::GitLab => "gitlab",
+        }
+    }
+}
+
 /// The code host's configuration. Nothing here is secret: the token is
 /// named by the file holding it, read at every request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,14 +86,26 @@ impl CodeHost {
         }
         let token = TokenSource::File(PathBuf::from(&settings.token_file));
         let timeout = Duration::from_secs(settings.timeout_seconds);
+        Self::new(settings.kind, &settings.api_url, token, timeout)
+    }
+
+    /// A client of `kind` at `api_url` (empty: the public GitHub or
+    /// GitLab API) with `token` from anywhere (a setting read from a
+    /// `_FILE`, the CLI's environment).
+    pub fn new(
+        kind: HostKind,
+        api_url: &str,
+        token: TokenSource,
+        timeout: Duration,
+    ) -> Result<Self> {
         let api = |default: &'static str| {
-            if settings.api_url.is_empty() {
+            if api_url.trim().is_empty() {
                 default
             } else {
-                settings.api_url.as_str()
+                api_url
             }
         };
-        Ok(match settings.kind {
+        Ok(match kind {
             HostKind::GitHub => CodeHost::GitHub(GitHub::new(api(GITHUB_API), token, timeout)?),
             HostKind::GitLab => CodeHost::GitLab(GitLab::new(api(GITLAB_API), token, timeout)?),
         })

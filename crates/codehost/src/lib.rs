@@ -51,6 +51,8 @@
 //!   [`install_crypto_provider`] runs before the first client is built.
 
 pub mod body;
+#[cfg(feature = "fakes")]
+pub mod fakes;
 pub mod github;
 pub mod gitlab;
 mod host;

@@ -32,6 +32,10 @@ pub struct PullRequestRequest {
     pub labels: Vec<String>,
     /// The git repository holding `branch` (a worktree's repository or a bare mirror).
     pub local_repository: PathBuf,
+    /// The project on the code host (`acme/shop`, `group/sub/shop`) when
+    /// it is given rather than read from `repository_url`'s path (the
+    /// CLI's `--github OWNER/REPO`).
+    pub project: Option<String>,
 }
 
 /// An opened (or found) pull request / merge request.
@@ -91,6 +95,7 @@ impl PullRequestRequest {
             body: body::render(report),
             labels: DEFAULT_LABELS.iter().map(|l| l.to_string()).collect(),
             local_repository: local_repository.into(),
+            project: None,
         })
     }
 
@@ -99,7 +104,10 @@ impl PullRequestRequest {
     /// `owner/name`; GitLab projects may sit in nested groups.
     pub(crate) fn check(&self, exact_two_segments: bool) -> Result<Checked> {
         let url = RepoUrl::parse(&self.repository_url)?;
-        let project: Vec<String> = url.key().split('/').skip(1).map(str::to_string).collect();
+        let project: Vec<String> = match &self.project {
+            Some(named) => check_project(named)?,
+            None => url.key().split('/').skip(1).map(str::to_string).collect(),
+        };
         if exact_two_segments && project.len() != 2 {
             return Err(Error::invalid(format!(
                 "{url} does not name a GitHub repository as owner/name"
@@ -141,6 +149,27 @@ impl PullRequestRequest {
             title,
         })
     }
+}
+
+/// A project path as given (`owner/repo`, `group/sub/project`): segments
+/// of letters, digits, `.`, `_` and `-`, none empty, `.` or `..`.
+fn check_project(named: &str) -> Result<Vec<String>> {
+    let named = named.trim().trim_end_matches(".git");
+    let segments: Vec<String> = named.split('/').map(str::to_string).collect();
+    let ok = segments.iter().all(|s| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && !s.starts_with('-')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    });
+    if !ok {
+        return Err(Error::invalid(format!(
+            "{named:?} is not a project path like owner/repo"
+        )));
+    }
+    Ok(segments)
 }
 
 /// Git's branch name rules (`git check-ref-format --branch`), checked here
@@ -202,6 +231,7 @@ mod tests {
             body: String::new(),
             labels: vec!["tracelab".into()],
             local_repository: std::env::temp_dir(),
+            project: None,
         }
     }
 
@@ -237,5 +267,12 @@ mod tests {
         let mut r = request("https://github.com/a/b");
         r.local_repository = "/nonexistent/repo".into();
         assert!(r.check(true).is_err());
+        let mut r = request("http://127.0.0.1:9/x/y/z.git");
+        r.project = Some("acme/shop".into());
+        assert_eq!(r.check(true).unwrap().project, ["acme", "shop"]);
+        for bad in ["acme", "acme/../x", "a//b", "-x/y", "a b/c"] {
+            r.project = Some(bad.into());
+            assert!(r.check(true).is_err(), "{bad}");
+        }
     }
 }

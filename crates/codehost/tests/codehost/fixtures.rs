@@ -3,7 +3,7 @@
 //! a report to render, and a log capture.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -144,6 +144,7 @@ impl Remote {
             body: tracelab_codehost::body::render(&report()),
             labels: vec!["tracelab".into(), "needs-review".into()],
             local_repository: self.local.path().to_path_buf(),
+            project: None,
         }
     }
 }
@@ -164,28 +165,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// Where `branch` of the bare repository at `bare` points.
-pub fn remote_branch(bare: &Path, branch: &str) -> Option<String> {
-    let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(bare)
-        .args([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/{branch}"),
-        ])
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// The bare repository `{owner}/{repo}.git` under `served`.
-pub fn bare(served: &Path, project: &str) -> PathBuf {
-    served.join(format!("{project}.git"))
-}
+pub use tracelab_codehost::fakes::remote_branch;
 
 fn experiment(step: Step, outcome: Outcome, runs: u32, failures: u32) -> Experiment {
     Experiment {

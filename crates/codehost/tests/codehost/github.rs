@@ -1,10 +1,10 @@
 //! GitHub: the whole flow against a fake GitHub Enterprise API and a real
 //! git remote.
 
-use crate::fakes::{self, Fake, github_pr};
 use crate::fixtures::*;
 use serde_json::json;
 use std::time::Duration;
+use tracelab_codehost::fakes::{self, Fake, github_pr};
 use tracelab_codehost::{
     CodeHost, ErrorKind, GitHub, PullRequest, Token, TokenSource, open_draft_pull_request,
 };

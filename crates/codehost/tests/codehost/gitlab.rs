@@ -1,9 +1,9 @@
 //! GitLab: the whole flow against a fake self-managed GitLab API and a
 //! real git remote, configured as a deployment would (a token file).
 
-use crate::fakes::{self, Fake};
 use crate::fixtures::*;
 use serde_json::json;
+use tracelab_codehost::fakes::{self, Fake};
 use tracelab_codehost::{
     CodeHost, CodeHostSettings, ErrorKind, HostKind, PullRequest, open_draft_pull_request,
 };

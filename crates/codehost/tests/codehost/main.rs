@@ -3,7 +3,6 @@
 //! (one link) for all of it.
 
 mod body;
-mod fakes;
 mod fixtures;
 mod github;
 mod gitlab;

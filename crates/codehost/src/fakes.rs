@@ -1,10 +1,15 @@
-//! Fake GitHub and GitLab APIs on loopback. They check what real hosts
-//! would refuse (the exact auth header, API headers, the body's fields,
-//! that the head branch exists on the git server) and keep state: the
-//! pull requests created, every request received, and every deviation
-//! from what the client should have sent (`problems`, asserted empty).
+//! Test support (feature `fakes`, never in a release build): fake GitHub
+//! and GitLab APIs on loopback, shared by this crate's tests, the CLI's
+//! and the end-to-end tests. They check what real hosts would refuse (the
+//! exact auth header, API headers, the body's fields, that the head branch
+//! exists on the git server) and keep state: the pull requests created,
+//! every request received, and every deviation from what the client
+//! should have sent (`problems`, asserted empty).
+//!
+//! A fake serves the projects whose bare repositories lie under its
+//! `served` folder (`{owner}/{repo}.git`), which is what a real git remote
+//! (`tracelab_testkit::git_server::GitHttp`) serves too.
 
-use crate::fixtures::{bare, remote_branch};
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -13,8 +18,32 @@ use axum::routing::{get, post, put};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Where `branch` of the bare repository at `bare` points.
+pub fn remote_branch(bare: &std::path::Path, branch: &str) -> Option<String> {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(bare)
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The bare repository `{owner}/{repo}.git` under `served`.
+pub fn bare(served: &std::path::Path, project: &str) -> PathBuf {
+    served.join(format!("{project}.git"))
+}
 
 /// What a fake host knows and was asked.
 #[derive(Default)]
@@ -31,6 +60,9 @@ pub struct HostState {
     pub hide_from_list: usize,
     /// Wait this long before answering anything.
     pub delay: Option<Duration>,
+    /// Answer this many of the next requests (any route) with this status
+    /// and body, as a host that is down or failing would.
+    pub fail_next: Option<(usize, u16, Value)>,
 }
 
 #[derive(Clone)]
@@ -98,13 +130,23 @@ impl App {
         headers: &HeaderMap,
         auth: Auth,
     ) -> Result<(), Response> {
-        let delay = {
+        let (delay, failure) = {
             let mut state = self.state.lock().unwrap();
             state.requests.push(request);
-            state.delay
+            let failure = match &mut state.fail_next {
+                Some((left, status, body)) if *left > 0 => {
+                    *left -= 1;
+                    Some((*status, body.clone()))
+                }
+                _ => None,
+            };
+            (state.delay, failure)
         };
         if let Some(delay) = delay {
             tokio::time::sleep(delay).await;
+        }
+        if let Some((status, body)) = failure {
+            return Err(answer(status, body));
         }
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         let mut problems = Vec::new();
