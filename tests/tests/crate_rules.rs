@@ -92,6 +92,9 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         &[
             "tracelab-domain",
             "tracelab-bus",
+            // The investigator's draft pull requests, pushed with the same
+            // repository credentials the fleet fetches with.
+            "tracelab-codehost",
             "tracelab-engine",
             "tracelab-proto",
             "tracelab-repos",

@@ -870,6 +870,8 @@ async fn an_investigation_whose_api_died_before_publishing_is_still_investigated
             evidence: &[],
             dedupe_key: None,
             announce: &announce,
+            started_by: "e2e",
+            role: "admin",
         })
         .await
         .unwrap();

@@ -10,6 +10,7 @@
 
 pub mod allowlist;
 pub mod arbiter;
+pub mod audit;
 pub mod bisect;
 pub mod contract;
 pub mod error;

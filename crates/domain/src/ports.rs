@@ -88,3 +88,44 @@ pub trait InvestigationStore: Send + Sync {
     async fn list(&self, limit: u32) -> Result<Vec<InvestigationSummary>>;
     async fn transitions(&self, id: &InvestigationId) -> Result<Vec<Transition>>;
 }
+
+/// What happens to an investigation after the pipeline: reviews, the audit
+/// log and the draft pull request. A separate port from
+/// [`InvestigationStore`] because the engine never needs it. Every write
+/// appends an [`AuditEntry`](crate::audit::AuditEntry) in the same
+/// transaction as the change it records; stores refuse updates and deletes
+/// of audit rows.
+#[async_trait::async_trait]
+pub trait HandOffStore: Send + Sync {
+    /// WAITING_FOR_REVIEW → APPROVED or REJECTED, with the transition (its
+    /// reason) and an audit row. NotFound for an unknown id; Conflict when
+    /// the investigation is not waiting for review; PermissionDenied when
+    /// [`check_reviewer`](crate::audit::check_reviewer) refuses.
+    async fn review(
+        &self,
+        id: &InvestigationId,
+        review: &crate::audit::Review<'_>,
+    ) -> Result<InvestigationState>;
+    /// Starter, audit rows, pull request and its last error; `None` for an unknown id.
+    async fn hand_off(&self, id: &InvestigationId) -> Result<Option<crate::audit::HandOff>>;
+    /// Stores the pull request of an APPROVED investigation (clearing the
+    /// last error) with a `pull_request_opened` row, and returns the stored
+    /// one: when one is stored already, that one, and nothing is written.
+    /// Conflict unless APPROVED.
+    async fn record_pull_request(
+        &self,
+        id: &InvestigationId,
+        actor: &str,
+        role: &str,
+        link: &crate::audit::PullRequestLink,
+    ) -> Result<crate::audit::PullRequestLink>;
+    /// Stores why opening the pull request failed, with a
+    /// `pull_request_failed` row (the error as its reason).
+    async fn record_pull_request_failure(
+        &self,
+        id: &InvestigationId,
+        actor: &str,
+        role: &str,
+        error: &str,
+    ) -> Result<()>;
+}

@@ -3,10 +3,11 @@
 //! Each check panics with a message naming the broken rule.
 
 use tracelab_domain::ErrorKind;
+use tracelab_domain::audit::{AuditAction, PullRequestLink, Review};
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step};
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
-use tracelab_domain::ports::InvestigationStore;
+use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::Report;
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_domain::verdict::Verdict;
@@ -177,4 +178,169 @@ pub async fn run(store: &dyn InvestigationStore) {
         1,
         "the limit is honoured"
     );
+}
+
+/// An investigation created by `store` (its starter is the store's actor)
+/// and moved to WAITING_FOR_REVIEW.
+async fn waiting<S: InvestigationStore + ?Sized>(store: &S) -> InvestigationId {
+    use InvestigationState::*;
+    let id = InvestigationId::generate();
+    store.create(&id, "/repo", "pytest").await.expect("create");
+    let path = [
+        Created,
+        ContextLoading,
+        Investigating,
+        Verifying,
+        Arbitrating,
+        WaitingForReview,
+    ];
+    for pair in path.windows(2) {
+        store
+            .transition(&id, &transition(pair[0], pair[1]))
+            .await
+            .expect("legal transition");
+    }
+    id
+}
+
+fn review<'a>(approve: bool, reviewer: &'a str, forbid: bool) -> Review<'a> {
+    Review {
+        approve,
+        reviewer,
+        role: "reviewer",
+        reason: Some("checked the revert"),
+        forbid_self_approval: forbid,
+    }
+}
+
+/// The [`HandOffStore`] rules, against a store whose `create` records the
+/// starter `starter` (both stores: `local` unless `acting_as`). Needs no
+/// other investigation to exist.
+pub async fn run_hand_off<S: InvestigationStore + HandOffStore>(store: &S, starter: &str) {
+    use InvestigationState::*;
+    let id = waiting(store).await;
+    let before = store
+        .hand_off(&id)
+        .await
+        .unwrap()
+        .expect("hand-off of a stored id");
+    assert_eq!(
+        before.started_by.as_deref(),
+        Some(starter),
+        "create records the starter"
+    );
+    assert_eq!(before.audit.len(), 1, "one audit row: started");
+    assert_eq!(before.audit[0].action, AuditAction::Started);
+    assert_eq!(before.audit[0].actor, starter);
+    assert!(before.pull_request.is_none() && before.pull_request_error.is_none());
+
+    // The four-eyes rule, when asked for.
+    let own = store
+        .review(&id, &review(true, starter, true))
+        .await
+        .expect_err("self-approval is refused when forbidden");
+    assert_eq!(own.kind, ErrorKind::PermissionDenied, "{own}");
+    assert_eq!(
+        store.state(&id).await.unwrap(),
+        Some(WaitingForReview),
+        "a refused review changes nothing"
+    );
+    assert_eq!(store.hand_off(&id).await.unwrap().unwrap().audit.len(), 1);
+
+    // A pull request before approval is a Conflict.
+    let link = PullRequestLink {
+        url: "https://github.com/acme/shop/pull/7".into(),
+        number: 7,
+        host: "github".into(),
+    };
+    let early = store
+        .record_pull_request(&id, "bob", "reviewer", &link)
+        .await
+        .expect_err("no pull request before approval");
+    assert_eq!(early.kind, ErrorKind::Conflict, "{early}");
+
+    assert_eq!(
+        store.review(&id, &review(true, "bob", true)).await.unwrap(),
+        Approved
+    );
+    let again = store
+        .review(&id, &review(false, "carol", true))
+        .await
+        .expect_err("a decided investigation cannot be reviewed again");
+    assert_eq!(again.kind, ErrorKind::Conflict, "{again}");
+    let transitions = store.transitions(&id).await.unwrap();
+    let last = transitions.last().expect("the approval's transition");
+    assert_eq!(last.to, Approved);
+    assert_eq!(
+        last.reason.as_deref(),
+        Some("bob: checked the revert"),
+        "the transition names the reviewer"
+    );
+
+    store
+        .record_pull_request_failure(&id, "bob", "reviewer", "GitHub answered 502")
+        .await
+        .unwrap();
+    let failed = store.hand_off(&id).await.unwrap().unwrap();
+    assert_eq!(
+        failed.pull_request_error.as_deref(),
+        Some("GitHub answered 502")
+    );
+    assert!(failed.pull_request.is_none());
+
+    let stored = store
+        .record_pull_request(&id, "bob", "reviewer", &link)
+        .await
+        .unwrap();
+    assert_eq!(stored, link);
+    let other = PullRequestLink {
+        number: 8,
+        url: "https://github.com/acme/shop/pull/8".into(),
+        ..link.clone()
+    };
+    assert_eq!(
+        store
+            .record_pull_request(&id, "carol", "admin", &other)
+            .await
+            .unwrap(),
+        link,
+        "the first pull request stays the investigation's"
+    );
+    let after = store.hand_off(&id).await.unwrap().unwrap();
+    assert_eq!(after.pull_request, Some(link));
+    assert!(
+        after.pull_request_error.is_none(),
+        "an opened pull request clears the last error"
+    );
+    let actions: Vec<AuditAction> = after.audit.iter().map(|e| e.action).collect();
+    assert_eq!(
+        actions,
+        [
+            AuditAction::Started,
+            AuditAction::Approved,
+            AuditAction::PullRequestFailed,
+            AuditAction::PullRequestOpened
+        ],
+        "one row per recorded decision, oldest first"
+    );
+    assert_eq!(after.audit[1].actor, "bob");
+    assert_eq!(after.audit[1].reason.as_deref(), Some("checked the revert"));
+    assert!(after.audit.windows(2).all(|w| w[0].at <= w[1].at));
+
+    // Rejection, and self-review when it is allowed.
+    let second = waiting(store).await;
+    assert_eq!(
+        store
+            .review(&second, &review(false, starter, false))
+            .await
+            .unwrap(),
+        Rejected
+    );
+    let unknown = InvestigationId::generate();
+    assert!(store.hand_off(&unknown).await.unwrap().is_none());
+    let missing = store
+        .review(&unknown, &review(true, "bob", true))
+        .await
+        .expect_err("unknown id");
+    assert_eq!(missing.kind, ErrorKind::NotFound);
 }

@@ -17,12 +17,17 @@
 //!
 //! [`conformance`] is the behaviour every store must have; both stores run it.
 //!
+//! Both implement the domain's `HandOffStore` too (module `hand_off`):
+//! reviews with the four-eyes rule, the audit log in `decisions` (a
+//! trigger refuses UPDATE and DELETE of its rows) and the pull request.
+//!
 //! [`groups`] holds failure groups (the ingest library's `GroupStore`) on
 //! both databases, with its own conformance suite that the in-memory store
 //! runs too.
 
 pub mod conformance;
 pub mod groups;
+mod hand_off;
 mod idempotency;
 mod journal;
 pub mod outbox;
@@ -40,4 +45,4 @@ pub use pipeline::{
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::SqliteStore;
-pub use tracelab_domain::ports::InvestigationStore;
+pub use tracelab_domain::ports::{HandOffStore, InvestigationStore};

@@ -25,6 +25,11 @@ pub(crate) fn db_error(e: sqlx::Error) -> Error {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             Error::conflict(format!("already exists: {e}"))
         }
+        // The audit log's append-only trigger (and any missing grant).
+        sqlx::Error::Database(db) if db.code().as_deref() == Some("42501") => Error::new(
+            ErrorKind::PermissionDenied,
+            format!("refused by the database: {}", db.message()),
+        ),
         sqlx::Error::Database(db) if db.code().is_some_and(|c| transient(&c)) => {
             Error::unavailable(format!("store unavailable: {e}"))
         }

@@ -12,7 +12,7 @@
 //! - arbiter: [`PgStore::arbitration_input`], then [`PgStore::save_decision`]
 //!   (VERIFYING → ARBITRATING → WAITING_FOR_REVIEW with the report, the
 //!   hypotheses the deadline cut short, and the `decided` event in the outbox).
-//! - reviewers: [`PgStore::review`] (APPROVED/REJECTED plus an audit row).
+//! - reviewers: `HandOffStore::review` (APPROVED/REJECTED plus an audit row, module `hand_off`).
 
 use crate::idempotency::record_once;
 use crate::outbox::{OutboxMessage, enqueue};
@@ -22,6 +22,7 @@ use serde_json::Value;
 use sqlx::{PgConnection, Row};
 use std::str::FromStr;
 use time::OffsetDateTime;
+use tracelab_domain::audit::AuditAction;
 use tracelab_domain::hypothesis::{Hypothesis, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
 use tracelab_domain::report::Report;
@@ -55,6 +56,10 @@ pub struct NewInvestigation<'a> {
     pub dedupe_key: Option<&'a str>,
     /// Its `requested` event, stored in the outbox with it.
     pub announce: &'a OutboxMessage,
+    /// Who started it (the API token's name) and with which role: stored
+    /// on the investigation and as its `started` audit row.
+    pub started_by: &'a str,
+    pub role: &'a str,
 }
 
 /// What [`PgStore::create_requested`] did.
@@ -132,7 +137,7 @@ pub struct InvestigationRow {
 
 /// Compare-and-set of the state plus the transition row, inside `tx`.
 /// Conflict (with the current state) when the row is not in `from`.
-async fn move_state(
+pub(crate) async fn move_state(
     tx: &mut PgConnection,
     id: &InvestigationId,
     from: InvestigationState,
@@ -201,7 +206,7 @@ impl PgStore {
         let now = OffsetDateTime::now_utc();
         let mut tx = self.pool().begin().await.map_err(db_error)?;
         let inserted = sqlx::query(
-            "INSERT INTO investigations (id, repository, test_command, state, request, created_at, updated_at, dedupe_key) VALUES ($1, $2, $3, $4, $5, $6, $6, $7)",
+            "INSERT INTO investigations (id, repository, test_command, state, request, created_at, updated_at, dedupe_key, started_by) VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)",
         )
         .bind(&id.0)
         .bind(new.repository)
@@ -210,6 +215,7 @@ impl PgStore {
         .bind(new.request)
         .bind(now)
         .bind(new.dedupe_key)
+        .bind(new.started_by)
         .execute(&mut *tx)
         .await;
         match inserted {
@@ -243,6 +249,15 @@ impl PgStore {
             .await
             .map_err(db_error)?;
         }
+        crate::hand_off::audit_pg(
+            &mut tx,
+            id,
+            AuditAction::Started,
+            new.started_by,
+            new.role,
+            None,
+        )
+        .await?;
         enqueue(&mut tx, new.announce).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(Created::New)
@@ -699,44 +714,5 @@ impl PgStore {
             .await
             .map_err(db_error)?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
-    }
-
-    /// A reviewer's decision: WAITING_FOR_REVIEW → APPROVED or REJECTED plus
-    /// the audit row, in one transaction.
-    pub async fn review(
-        &self,
-        id: &InvestigationId,
-        approve: bool,
-        actor: &str,
-        role: &str,
-        reason: Option<&str>,
-    ) -> Result<InvestigationState> {
-        let to = if approve {
-            InvestigationState::Approved
-        } else {
-            InvestigationState::Rejected
-        };
-        let mut tx = self.begin().await?;
-        move_state(
-            &mut tx,
-            id,
-            InvestigationState::WaitingForReview,
-            to,
-            reason,
-        )
-        .await?;
-        sqlx::query(
-            "INSERT INTO decisions (investigation_id, actor, role, action, reason) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(&id.0)
-        .bind(actor)
-        .bind(role)
-        .bind(if approve { "approve" } else { "reject" })
-        .bind(reason)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
-        Ok(to)
     }
 }

@@ -21,6 +21,10 @@ use tracelab_domain::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Who `InvestigationStore::create` records as the starter (`local`
+    /// unless [`PgStore::acting_as`]); the API's `create_requested` names
+    /// its caller itself.
+    actor: String,
 }
 
 /// Pool settings for services and tests.
@@ -114,7 +118,18 @@ impl PgStore {
             .run(&pool)
             .await
             .map_err(|e| Error::internal(format!("store migration failed: {e}")))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            actor: "local".into(),
+        })
+    }
+
+    /// The same store, recording `actor` as the starter of what `create` creates.
+    pub fn acting_as(&self, actor: impl Into<String>) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            actor: actor.into(),
+        }
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -145,23 +160,37 @@ impl InvestigationStore for PgStore {
         test_command: &str,
     ) -> Result<()> {
         let now = time::OffsetDateTime::now_utc();
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
         let inserted = sqlx::query(
-            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)",
+            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at, started_by) VALUES ($1, $2, $3, $4, $5, $5, $6)",
         )
         .bind(&id.0)
         .bind(repository)
         .bind(test_command)
         .bind(InvestigationState::Created.as_str())
         .bind(now)
-        .execute(&self.pool)
+        .bind(&self.actor)
+        .execute(&mut *tx)
         .await;
         match inserted {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Error::conflict(
-                format!("investigation {id} already exists"),
-            )),
-            Err(e) => Err(db_error(e)),
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(Error::conflict(format!(
+                    "investigation {id} already exists"
+                )));
+            }
+            Err(e) => return Err(db_error(e)),
         }
+        crate::hand_off::audit_pg(
+            &mut tx,
+            id,
+            tracelab_domain::audit::AuditAction::Started,
+            &self.actor,
+            "local",
+            None,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)
     }
 
     async fn transition(&self, id: &InvestigationId, t: &Transition) -> Result<()> {

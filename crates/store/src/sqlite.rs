@@ -13,9 +13,11 @@ use tracelab_domain::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Who `create` records as the starter (`local` unless [`SqliteStore::acting_as`]).
+    actor: String,
 }
 
-fn db_error(e: sqlx::Error) -> Error {
+pub(crate) fn db_error(e: sqlx::Error) -> Error {
     match e {
         sqlx::Error::RowNotFound => Error::not_found("not found"),
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
@@ -25,16 +27,16 @@ fn db_error(e: sqlx::Error) -> Error {
     }
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     rfc3339(time::OffsetDateTime::now_utc())
 }
 
-fn rfc3339(t: time::OffsetDateTime) -> String {
+pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339)
         .expect("formattable time")
 }
 
-fn parse_time(s: &str) -> Result<time::OffsetDateTime> {
+pub(crate) fn parse_time(s: &str) -> Result<time::OffsetDateTime> {
     time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map_err(|e| Error::internal(format!("bad timestamp {s:?} in store: {e}")))
 }
@@ -83,6 +85,15 @@ impl SqliteStore {
         Self::migrated(pool).await
     }
 
+    /// The same store, recording `actor` (the OS user on one machine) as
+    /// the starter of the investigations it creates.
+    pub fn acting_as(&self, actor: impl Into<String>) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            actor: actor.into(),
+        }
+    }
+
     /// The migrated pool, for stores of other tables in the same file
     /// (`SqliteGroupStore`).
     pub fn pool(&self) -> &SqlitePool {
@@ -94,7 +105,10 @@ impl SqliteStore {
             .run(&pool)
             .await
             .map_err(|e| Error::internal(format!("store migration failed: {e}")))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            actor: "local".into(),
+        })
     }
 }
 
@@ -107,8 +121,9 @@ impl InvestigationStore for SqliteStore {
         test_command: &str,
     ) -> Result<()> {
         let at = now();
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
         let inserted = sqlx::query(
-            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at, started_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id.0)
         .bind(repository)
@@ -116,15 +131,28 @@ impl InvestigationStore for SqliteStore {
         .bind(InvestigationState::Created.as_str())
         .bind(&at)
         .bind(&at)
-        .execute(&self.pool)
+        .bind(&self.actor)
+        .execute(&mut *tx)
         .await;
         match inserted {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Error::conflict(
-                format!("investigation {id} already exists"),
-            )),
-            Err(e) => Err(db_error(e)),
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(Error::conflict(format!(
+                    "investigation {id} already exists"
+                )));
+            }
+            Err(e) => return Err(db_error(e)),
         }
+        crate::hand_off::audit_sqlite(
+            &mut tx,
+            id,
+            tracelab_domain::audit::AuditAction::Started,
+            &self.actor,
+            "local",
+            None,
+        )
+        .await?;
+        tx.commit().await.map_err(db_error)
     }
 
     async fn transition(&self, id: &InvestigationId, t: &Transition) -> Result<()> {

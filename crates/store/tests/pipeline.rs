@@ -44,6 +44,8 @@ async fn create(store: &PgStore, id: &InvestigationId, key: Option<&str>) -> Cre
             evidence: &[],
             dedupe_key: key,
             announce: &event(id, "requested"),
+            started_by: "ci",
+            role: "reviewer",
         })
         .await
         .unwrap()

@@ -71,7 +71,7 @@ async fn concurrent_transitions_have_one_winner() {
 }
 
 async fn decisions(store: &PgStore) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM decisions")
+    sqlx::query_scalar("SELECT count(*) FROM decisions WHERE actor = 'bot'")
         .fetch_one(store.pool())
         .await
         .unwrap()
@@ -87,7 +87,7 @@ async fn handle(
     let mut tx = store.begin().await.unwrap();
     let first = record_once(&mut tx, consumer, message_id).await.unwrap();
     if first {
-        sqlx::query("INSERT INTO decisions (investigation_id, actor, role, action) VALUES ($1, 'bot', 'reviewer', 'approve')")
+        sqlx::query("INSERT INTO decisions (investigation_id, actor, role, action) VALUES ($1, 'bot', 'reviewer', 'approved')")
             .bind(&investigation.0)
             .execute(&mut *tx)
             .await

@@ -7,9 +7,10 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_bus::{Bus, JetStreamBus};
+use tracelab_domain::audit::{HandOff, Review};
 use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
-use tracelab_domain::ports::InvestigationStore;
+use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::state::Transition;
 use tracelab_domain::{Error, Result};
 use tracelab_fleet::events::{ids, steps};
@@ -30,6 +31,11 @@ pub struct Api {
     pub checkouts: crate::repositories::RepositoryMap,
     /// Which repositories a request may name (URL patterns, local roots).
     pub repositories: tracelab_fleet::repositories::Repositories,
+    /// The four-eyes rule (`review.forbid_self_approval`), off when the
+    /// API runs without tokens (every caller is `anonymous`).
+    pub forbid_self_approval: bool,
+    /// Code hosts for draft pull requests (`pull_requests.hosts`).
+    pub pull_requests: crate::pull_request::PullRequests,
 }
 
 /// `POST /api/investigations`.
@@ -83,6 +89,9 @@ pub struct InvestigationView {
     pub report: Option<Value>,
     /// Every state change so far, with reasons (why it FAILED or BLOCKED).
     pub transitions: Vec<Transition>,
+    /// Who started it, the audit log, the pull request and its last error.
+    #[serde(flatten)]
+    pub hand_off: HandOff,
 }
 
 fn check_id(id: &str) -> Result<()> {
@@ -178,6 +187,8 @@ impl Api {
                 evidence: evidence.as_slice(),
                 dedupe_key,
                 announce: &announce,
+                started_by: &caller.name,
+                role: caller.role.as_str(),
             })
             .await?;
         if let Created::Existing(existing) = created {
@@ -272,6 +283,7 @@ impl Api {
             updated_at: row.updated_at,
             report,
             transitions: self.store.transitions(&id).await?,
+            hand_off: self.store.hand_off(&id).await?.unwrap_or_default(),
         })
     }
 
@@ -297,15 +309,18 @@ impl Api {
     ) -> Result<InvestigationView> {
         check_id(id)?;
         let investigation = InvestigationId(id.to_string());
-        self.store
-            .review(
-                &investigation,
+        HandOffStore::review(
+            &self.store,
+            &investigation,
+            &Review {
                 approve,
-                &caller.name,
-                caller.role.as_str(),
-                reason.filter(|r| !r.trim().is_empty()),
-            )
-            .await?;
+                reviewer: &caller.name,
+                role: caller.role.as_str(),
+                reason: reason.filter(|r| !r.trim().is_empty()),
+                forbid_self_approval: self.forbid_self_approval,
+            },
+        )
+        .await?;
         tracing::info!(%investigation, approve, by = %caller.name, "review recorded");
         self.get(id).await
     }

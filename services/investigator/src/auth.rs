@@ -38,6 +38,7 @@ impl Action {
     /// | read investigations, hypotheses, evidence | viewer |
     /// | start an investigation | reviewer |
     /// | approve or reject | reviewer |
+    /// | open the draft pull request of an approved one | reviewer |
     pub fn role(self) -> Role {
         match self {
             Action::Read => Role::Viewer,
@@ -115,7 +116,7 @@ impl Auth {
                 match action {
                     Action::Read => "reading",
                     Action::Start => "starting an investigation",
-                    Action::Review => "approving or rejecting",
+                    Action::Review => "approving, rejecting or opening a pull request",
                 },
                 action.role().as_str(),
                 caller.name,

@@ -14,6 +14,7 @@ pub mod auth;
 pub mod dashboard;
 pub mod grpc;
 pub mod proposer;
+pub mod pull_request;
 pub mod repositories;
 pub mod rest;
 pub mod suggestions;
@@ -61,6 +62,10 @@ pub struct Settings {
     /// The review dashboard on `listen` (`/investigations`), signed in with
     /// an API token.
     pub dashboard: DashboardSettings,
+    /// Who may review what (`review.forbid_self_approval`).
+    pub review: pull_request::ReviewSettings,
+    /// Code hosts for `POST /api/investigations/{id}/pull-request`.
+    pub pull_requests: pull_request::PullRequestSettings,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -100,6 +105,8 @@ impl Default for Settings {
             auto_investigate: true,
             repositories: Default::default(),
             dashboard: DashboardSettings::default(),
+            review: Default::default(),
+            pull_requests: Default::default(),
         }
     }
 }
@@ -126,6 +133,11 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         sandbox: settings.sandbox.clone(),
         checkouts: repositories::RepositoryMap::new(&settings.repositories),
         repositories: repositories.clone(),
+        forbid_self_approval: settings.review.forbid_self_approval && !auth.is_open(),
+        pull_requests: pull_request::PullRequests::new(
+            &settings.pull_requests,
+            &settings.fleet.repositories,
+        )?,
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let (every, grace) = settings.fleet.outbox_relay();

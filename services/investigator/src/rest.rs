@@ -29,6 +29,7 @@ pub fn routes(api: Arc<Api>, auth: Auth) -> Router {
         .route("/api/investigations/{id}/hypotheses", get(hypotheses))
         .route("/api/investigations/{id}/approve", post(approve))
         .route("/api/investigations/{id}/reject", post(reject))
+        .route("/api/investigations/{id}/pull-request", post(pull_request))
         .route("/api/hypotheses/{id}/evidence", get(evidence))
         .with_state(AppState { api, auth })
 }
@@ -193,4 +194,15 @@ async fn reject(
     body: Bytes,
 ) -> Reply {
     decide(state, headers, id, body, false).await
+}
+
+/// `POST /api/investigations/{id}/pull-request` → `{url, number}`.
+async fn pull_request(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Reply {
+    let caller = caller(&state, &headers, Action::Review)?;
+    let opened = state.api.open_pull_request(&id, &caller).await?;
+    Ok(Json(opened).into_response())
 }
