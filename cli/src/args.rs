@@ -275,6 +275,37 @@ pub enum InvestigationsCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Open the draft pull request (GitHub) or merge request (GitLab) of an
+    /// approved diagnosis: pushes its verified branch to the remote, then
+    /// finds or creates the draft. Calling it again returns the same one.
+    /// One machine: the API URL and token come from TRACELAB_GITHUB_API_URL
+    /// and TRACELAB_GITHUB_TOKEN (TRACELAB_GITLAB_… for --gitlab). With
+    /// --server the fleet's settings choose the code host.
+    #[command(name = "pr")]
+    PullRequest(PullRequestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PullRequestArgs {
+    pub id: String,
+    /// The git remote of the investigated repository to push the branch to (e.g. origin).
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
+    /// Open a GitHub pull request on this repository.
+    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "gitlab")]
+    pub github: Option<String>,
+    /// Open a GitLab merge request on this project.
+    #[arg(long, value_name = "GROUP/PROJECT")]
+    pub gitlab: Option<String>,
+    /// The branch the pull request targets.
+    #[arg(long, value_name = "BRANCH", default_value = "main")]
+    pub base: String,
+    /// Labels to put on it (repeatable; default: tracelab).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// `json` prints {"url", "number"}.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

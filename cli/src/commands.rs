@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracelab_domain::audit::Review;
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
+use tracelab_domain::ports::{HandOffStore, InvestigationStore, SandboxProvider};
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
 use tracelab_sandbox::{HardenedConfig, Isolation, LocalConfig, LocalSandboxProvider};
@@ -25,9 +26,31 @@ fn default_db() -> PathBuf {
     base.join("tracelab/tracelab.db")
 }
 
+/// The store, recording the OS user as who starts, reviews and opens
+/// pull requests (the audit log's actor on one machine).
 async fn open_store(cli_db: &Option<PathBuf>) -> anyhow::Result<Arc<SqliteStore>> {
     let path = cli_db.clone().unwrap_or_else(default_db);
-    Ok(Arc::new(SqliteStore::open(&path).await?))
+    Ok(Arc::new(
+        SqliteStore::open(&path).await?.acting_as(os_user()),
+    ))
+}
+
+/// `$USER` (or `$LOGNAME`), else `local`.
+pub fn os_user() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .map(|u| u.trim().to_string())
+        .find(|u| !u.is_empty())
+        .unwrap_or_else(|| "local".into())
+}
+
+/// `TRACELAB_FORBID_SELF_APPROVAL=1`: the one-machine switch of the
+/// four-eyes rule, off by default (one person at one desk starts and
+/// reviews; the fleet's `review.forbid_self_approval` is on by default).
+fn forbid_self_approval() -> bool {
+    std::env::var("TRACELAB_FORBID_SELF_APPROVAL")
+        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
 }
 
 /// Progress on stderr with the elapsed time.
@@ -339,32 +362,44 @@ async fn investigations(
         InvestigationsCommand::Reject { id, reason } => {
             decide(store.as_ref(), &id, InvestigationState::Rejected, reason).await?
         }
+        InvestigationsCommand::PullRequest(args) => pull_request(store.as_ref(), args).await?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
+#[cfg(feature = "server")]
+async fn pull_request(
+    store: &SqliteStore,
+    args: crate::args::PullRequestArgs,
+) -> anyhow::Result<()> {
+    crate::pull_request::run(store, &os_user(), args).await
+}
+
+#[cfg(not(feature = "server"))]
+async fn pull_request(
+    _store: &SqliteStore,
+    _args: crate::args::PullRequestArgs,
+) -> anyhow::Result<()> {
+    Err(crate::built::without("server", "investigations pr"))
+}
+
 async fn decide(
-    store: &dyn InvestigationStore,
+    store: &SqliteStore,
     id: &str,
     to: InvestigationState,
     reason: Option<String>,
 ) -> anyhow::Result<()> {
     let id = InvestigationId(id.to_string());
-    let state = store
-        .state(&id)
-        .await?
-        .with_context(|| format!("no investigation {id}"))?;
-    if state != InvestigationState::WaitingForReview {
-        bail!("investigation {id} is {state}; only WAITING_FOR_REVIEW can be approved or rejected");
-    }
+    let reviewer = os_user();
     store
-        .transition(
+        .review(
             &id,
-            &Transition {
-                from: state,
-                to,
-                at: time_now(),
-                reason,
+            &Review {
+                approve: to == InvestigationState::Approved,
+                reviewer: &reviewer,
+                role: "local",
+                reason: reason.as_deref(),
+                forbid_self_approval: forbid_self_approval(),
             },
         )
         .await?;
@@ -373,7 +408,7 @@ async fn decide(
     match (to, branch) {
         (InvestigationState::Approved, Some(branch)) => {
             println!(
-                "approved {id}; the fix is on branch {branch} (no pull request is opened in the embedded mode)"
+                "approved {id}; the fix is on branch {branch} (open its draft pull request with `tracelab investigations pr {id} --remote NAME --github OWNER/REPO`)"
             )
         }
         _ => println!("{} {id}", to.as_str().to_lowercase()),

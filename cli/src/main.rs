@@ -10,6 +10,8 @@ mod commands;
 mod output;
 mod parse;
 #[cfg(feature = "server")]
+mod pull_request;
+#[cfg(feature = "server")]
 mod remote;
 mod report;
 mod repro;

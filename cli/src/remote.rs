@@ -263,6 +263,27 @@ impl Remote {
             InvestigationsCommand::Reject { id, reason } => {
                 self.review(&id, "reject", reason).await?
             }
+            InvestigationsCommand::PullRequest(args) => {
+                if args.remote.is_some() || args.github.is_some() || args.gitlab.is_some() {
+                    bail!(
+                        "with --server the fleet's pull_requests settings choose the remote and the code host; leave out --remote, --github and --gitlab"
+                    );
+                }
+                let opened = self
+                    .call(
+                        reqwest::Method::POST,
+                        &format!("/api/investigations/{}/pull-request", args.id),
+                        None,
+                    )
+                    .await?;
+                let url = opened["url"]
+                    .as_str()
+                    .context("the server's answer has no url")?;
+                let number = opened["number"]
+                    .as_u64()
+                    .context("the server's answer has no number")?;
+                crate::pull_request::print(url, number, args.format)?;
+            }
         }
         Ok(ExitCode::SUCCESS)
     }

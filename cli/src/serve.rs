@@ -10,10 +10,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
 use tracelab_domain::Result;
+use tracelab_domain::audit::{HandOff, Review};
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::ports::InvestigationStore;
+use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
-use tracelab_domain::state::{InvestigationState, Transition};
+use tracelab_domain::state::Transition;
 use tracelab_store::SqliteStore;
 
 /// How many of the newest investigations the pages look through.
@@ -121,35 +122,22 @@ impl DashboardSource for Source {
         reviewer: &str,
         reason: Option<&str>,
     ) -> Result<()> {
-        let id = InvestigationId(id.to_string());
-        let from =
-            self.store.state(&id).await?.ok_or_else(|| {
-                tracelab_domain::Error::not_found(format!("no investigation {id}"))
-            })?;
-        if from != InvestigationState::WaitingForReview {
-            return Err(tracelab_domain::Error::conflict(format!(
-                "investigation {id} is {from}; only WAITING_FOR_REVIEW can be approved or rejected"
-            )));
-        }
-        let to = if approve {
-            InvestigationState::Approved
-        } else {
-            InvestigationState::Rejected
-        };
-        let reason = match reason.map(str::trim).filter(|r| !r.is_empty()) {
-            Some(r) => format!("{reviewer}: {r}"),
-            None => reviewer.to_string(),
-        };
         self.store
-            .transition(
-                &id,
-                &Transition {
-                    from,
-                    to,
-                    at: tracelab_domain::report::Timestamp::now_utc(),
-                    reason: Some(reason),
+            .review(
+                &InvestigationId(id.to_string()),
+                &Review {
+                    approve,
+                    reviewer,
+                    role: "reviewer",
+                    reason,
+                    forbid_self_approval: false,
                 },
             )
             .await
+            .map(|_| ())
+    }
+
+    async fn hand_off(&self, id: &str) -> Result<Option<HandOff>> {
+        HandOffStore::hand_off(self.store.as_ref(), &InvestigationId(id.to_string())).await
     }
 }

@@ -456,10 +456,14 @@ pub(crate) async fn show(
         Ok(s) => s,
         Err(redirect) => return redirect.into_response(),
     };
-    let (summary, report) = tokio::join!(app.source.summary(&id), app.source.report(&id));
-    let (summary, report) = match (summary, report) {
-        (Ok(summary), Ok(report)) => (summary, report),
-        (Err(e), _) | (_, Err(e)) => return source_error(e, &session),
+    let (summary, report, hand_off) = tokio::join!(
+        app.source.summary(&id),
+        app.source.report(&id),
+        app.source.hand_off(&id)
+    );
+    let (summary, report, hand_off) = match (summary, report, hand_off) {
+        (Ok(summary), Ok(report), Ok(hand_off)) => (summary, report, hand_off),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return source_error(e, &session),
     };
     // A host whose summary lags its reports still shows the report.
     let (summary, transitions) = match (summary, &report) {
@@ -493,6 +497,7 @@ pub(crate) async fn show(
             summary: &summary,
             transitions: &transitions,
             report: report.as_ref(),
+            hand_off: hand_off.as_ref(),
         }),
     )
 }

@@ -2,6 +2,7 @@
 //! the list page passes to it.
 
 use tracelab_domain::Result;
+use tracelab_domain::audit::HandOff;
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
 
@@ -28,6 +29,12 @@ pub trait DashboardSource: Send + Sync + 'static {
         reviewer: &str,
         reason: Option<&str>,
     ) -> Result<()>;
+    /// Who started it, the audit log (reviews, pull request attempts) and
+    /// the draft pull request. Hosts without an audit log keep the default:
+    /// the page then shows the timeline only.
+    async fn hand_off(&self, _id: &str) -> Result<Option<HandOff>> {
+        Ok(None)
+    }
 }
 
 /// What the list page asks for. Every field set narrows the list; values are

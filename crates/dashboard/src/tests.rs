@@ -53,6 +53,7 @@ fn render(report: &Report, viewer: &Viewer) -> String {
         summary: &summary,
         transitions: &report.transitions,
         report: Some(report),
+        hand_off: None,
     })
     .into_string()
 }
@@ -151,6 +152,7 @@ fn a_failed_investigation_says_what_was_not_established() {
         summary: &summary,
         transitions: &r.transitions,
         report: None,
+        hand_off: None,
     })
     .into_string();
     let t = text(&html);
@@ -162,6 +164,80 @@ fn a_failed_investigation_says_what_was_not_established() {
 }
 
 #[test]
+fn the_audit_log_and_the_pull_request_are_shown_escaped() {
+    use tracelab_domain::audit::{AuditAction, AuditEntry, HandOff, PullRequestLink};
+    let report = regression_verified();
+    let summary = summary_of(&report);
+    let entry = |action, actor: &str, reason: Option<&str>| AuditEntry {
+        action,
+        actor: actor.into(),
+        role: "reviewer".into(),
+        reason: reason.map(str::to_string),
+        at: time::OffsetDateTime::UNIX_EPOCH,
+    };
+    let mut h = HandOff {
+        started_by: Some("ci-bot".into()),
+        audit: vec![
+            entry(AuditAction::Started, "ci-bot", None),
+            entry(
+                AuditAction::Approved,
+                "<script>alert(1)</script>",
+                Some("\"><b>ok</b>"),
+            ),
+            entry(
+                AuditAction::PullRequestFailed,
+                "rita",
+                Some("unavailable: GitHub answered 502"),
+            ),
+        ],
+        pull_request: None,
+        pull_request_error: Some("unavailable: GitHub answered 502".into()),
+    };
+    let page = |h: &HandOff| {
+        crate::pages::detail(&crate::pages::Detail {
+            viewer: &reviewer(),
+            csrf: "x",
+            summary: &summary,
+            transitions: &report.transitions,
+            report: Some(&report),
+            hand_off: Some(h),
+        })
+        .into_string()
+    };
+    let html = page(&h);
+    let t = text(&html);
+    assert!(
+        t.contains("Opening the pull request failed: unavailable: GitHub answered 502"),
+        "{t}"
+    );
+    assert!(t.contains("Started by ci-bot"), "{t}");
+    for action in ["started", "approved", "pull_request_failed"] {
+        assert!(html.contains(&format!("<code>{action}</code>")), "{action}");
+    }
+    assert!(!html.contains("<script>alert"), "escaped");
+    assert!(!html.contains("<b>ok</b>"), "escaped");
+    h.pull_request = Some(PullRequestLink {
+        url: "https://github.com/acme/shop/pull/41".into(),
+        number: 41,
+        host: "github".into(),
+    });
+    h.pull_request_error = None;
+    let html = page(&h);
+    assert!(
+        html.contains(r#"href="https://github.com/acme/shop/pull/41""#),
+        "{html}"
+    );
+    assert!(!text(&html).contains("failed: unavailable"));
+    h.pull_request.as_mut().unwrap().url = "javascript:alert(1)".into();
+    assert!(
+        !page(&h).contains("href=\"javascript:"),
+        "only http(s) links"
+    );
+    // Without an audit log (hosts that keep none) there is no section.
+    assert!(!render(&report, &reviewer()).contains("id=\"audit\""));
+}
+
+#[test]
 fn a_running_investigation_reloads_itself() {
     let (summary, transitions) = running("run-1", 500);
     let html = crate::pages::detail(&crate::pages::Detail {
@@ -170,6 +246,7 @@ fn a_running_investigation_reloads_itself() {
         summary: &summary,
         transitions: &transitions,
         report: None,
+        hand_off: None,
     })
     .into_string();
     assert!(html.contains(r#"<meta http-equiv="refresh" content="5">"#));

@@ -8,8 +8,9 @@ use crate::auth::{Action, Auth, Caller, Role};
 use std::sync::Arc;
 use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
 use tracelab_domain::Result;
+use tracelab_domain::audit::HandOff;
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::ports::InvestigationStore;
+use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
 use tracelab_domain::verdict::Verdict;
@@ -86,6 +87,10 @@ impl DashboardSource for Source {
             .review(id, approve, &caller, reason)
             .await
             .map(|_| ())
+    }
+
+    async fn hand_off(&self, id: &str) -> Result<Option<HandOff>> {
+        HandOffStore::hand_off(&self.api.store, &InvestigationId(id.to_string())).await
     }
 }
 

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::auth::Viewer;
 use maud::{Markup, html};
+use tracelab_domain::audit::HandOff;
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step};
 use tracelab_domain::hypothesis::{CommitInfo, FlakyStats, Hypothesis, HypothesisStatus};
 use tracelab_domain::report::{BisectSummary, CULPRIT_CONFIDENCE, InvestigationSummary, Report};
@@ -24,6 +25,8 @@ pub(crate) struct Detail<'a> {
     pub transitions: &'a [Transition],
     /// `None` while the investigation runs, or when it ended without one.
     pub report: Option<&'a Report>,
+    /// The audit log and the pull request, from hosts that keep them.
+    pub hand_off: Option<&'a HandOff>,
 }
 
 pub(crate) fn detail(d: &Detail<'_>) -> Markup {
@@ -58,6 +61,9 @@ pub(crate) fn detail(d: &Detail<'_>) -> Markup {
         }
         (timeline(s, d.transitions))
         (review(d))
+        @if let Some(h) = d.hand_off {
+            (hand_off(h))
+        }
     };
     page(&format!("Investigation {}", s.id.short()), &chrome, body)
 }
@@ -620,6 +626,56 @@ fn timeline(s: &InvestigationSummary, transitions: &[Transition]) -> Markup {
                         @if let Some(reason) = &t.reason { " " span.reason { (reason) } }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The draft pull request (or why opening it failed) and the audit log:
+/// who started, approved or rejected it, and every pull request attempt.
+fn hand_off(h: &HandOff) -> Markup {
+    html! {
+        section.audit id="audit" {
+            h2 { "Pull request and audit log" }
+            @if let Some(pr) = &h.pull_request {
+                p.pull-request {
+                    "Draft pull request "
+                    @if pr.url.starts_with("https://") || pr.url.starts_with("http://") {
+                        a href=(pr.url) rel="noreferrer noopener" { "#" (pr.number) }
+                    } @else {
+                        "#" (pr.number)
+                    }
+                    " on " (pr.host) ": " code { (pr.url) }
+                }
+            } @else if let Some(error) = &h.pull_request_error {
+                p.pull-request-error {
+                    strong { "Opening the pull request failed: " } (error)
+                    " It can be retried; nothing is opened twice."
+                }
+            } @else {
+                p.muted { "No pull request has been opened." }
+            }
+            @if let Some(by) = &h.started_by {
+                p { "Started by " strong { (by) } "." }
+            }
+            @if h.audit.is_empty() {
+                p.muted { "No audit entries." }
+            } @else {
+                table.audit {
+                    thead { tr { th { "time (UTC)" } th { "action" } th { "by" } th { "role" } th { "reason" } } }
+                    tbody {
+                        @for e in &h.audit {
+                            tr {
+                                td { (fmt_time(e.at)) }
+                                td { code { (e.action.as_str()) } }
+                                td { (e.actor) }
+                                td { (e.role) }
+                                td { @if let Some(r) = &e.reason { (r) } }
+                            }
+                        }
+                    }
+                }
+                p.muted { "Append-only: the store refuses changes to these rows." }
             }
         }
     }

@@ -1,0 +1,250 @@
+//! `tracelab investigations pr` on one machine, end to end: a real
+//! investigation keeps its verified branch, the reviewer approves it, and
+//! the branch is pushed to a real git remote (git's smart HTTP over a bare
+//! repository) while a fake GitHub (`tracelab_codehost::fakes`, checking
+//! every request) opens the draft. A host answering 502 leaves a stored
+//! error and a branch already pushed; the retry finishes the job without a
+//! second push or a second pull request; a third call asks nobody.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output};
+use tracelab_codehost::fakes::{self, remote_branch};
+use tracelab_domain::audit::AuditAction;
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::ports::HandOffStore;
+use tracelab_testkit::git_server::GitHttp;
+use tracelab_testkit::scenarios;
+
+const TOKEN: &str = "ghp_cliTOKEN0123456789abcdefSECRET";
+
+/// Runs `tracelab --db DB args…` as `user`, with `env`, off the async runtime.
+async fn tracelab(db: &Path, user: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tracelab"));
+    command
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("USER", user)
+        .env_remove("TRACELAB_FORBID_SELF_APPROVAL")
+        .env_remove("TRACELAB_GITHUB_TOKEN")
+        .env_remove("TRACELAB_GITHUB_API_URL");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    tokio::task::spawn_blocking(move || command.output().expect("tracelab runs"))
+        .await
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
+    let s = scenarios::linear_regression(8, 5, 0.0);
+    let repo = s.repo.path().to_path_buf();
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("t.db");
+
+    // The remote: a bare copy served over smart HTTP, pushes allowed.
+    let served = tempfile::tempdir().unwrap();
+    let bare = served.path().join("acme/shop.git");
+    std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
+    git(
+        served.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    git(&bare, &["config", "http.receivepack", "true"]);
+    let http = GitHttp::start(served.path(), None).expect("git http server");
+    git(
+        &repo,
+        &["remote", "add", "origin", &http.url("acme/shop.git")],
+    );
+    let github = fakes::github(TOKEN, served.path().to_path_buf()).await;
+    let env = [
+        ("TRACELAB_GITHUB_API_URL", github.api.as_str()),
+        ("TRACELAB_GITHUB_TOKEN", TOKEN),
+    ];
+    let pr_args = |id: &str| -> Vec<String> {
+        [
+            "investigations",
+            "pr",
+            id,
+            "--remote",
+            "origin",
+            "--github",
+            "acme/shop",
+            "--format",
+            "json",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+
+    let out = tracelab(
+        &db,
+        "alice",
+        &[],
+        &[
+            "investigate",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--test",
+            &s.test_command,
+            "--issue-id",
+            "PR-7",
+            "--format",
+            "json",
+            "--parallel",
+            "2",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
+    let id = report["id"].as_str().unwrap().to_string();
+    let branch = report["winner"]["branch"].as_str().unwrap().to_string();
+    assert!(branch.starts_with("ai-debug/PR-7-h"), "{branch}");
+    let verified = git(&repo, &["rev-parse", &format!("refs/heads/{branch}")]);
+    let args = pr_args(&id);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // Not approved yet: refused, nothing pushed, nobody asked.
+    let out = tracelab(&db, "bob", &env, &args).await;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("not APPROVED"), "{}", text(&out));
+    assert!(github.requests().is_empty());
+    assert_eq!(remote_branch(&bare, &branch), None);
+
+    // The four-eyes rule on one machine, when switched on.
+    let forbid = [("TRACELAB_FORBID_SELF_APPROVAL", "1")];
+    let out = tracelab(&db, "alice", &forbid, &["investigations", "approve", &id]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("alice started this investigation"),
+        "{}",
+        text(&out)
+    );
+    let out = tracelab(
+        &db,
+        "bob",
+        &forbid,
+        &[
+            "investigations",
+            "approve",
+            &id,
+            "--reason",
+            "the revert is right",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+
+    // GitHub answers 502 after the push: the error is stored, the branch stays.
+    github.with(|h| h.fail_next = Some((1, 502, json!({"message": "Server Error"}))));
+    let out = tracelab(&db, "bob", &env, &args).await;
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(said.contains("502") && said.contains("retry"), "{said}");
+    assert!(!said.contains(TOKEN), "{said}");
+    assert_eq!(
+        remote_branch(&bare, &branch).as_deref(),
+        Some(verified.as_str()),
+        "pushed first"
+    );
+    assert!(github.prs().is_empty());
+
+    // The retry finishes the job.
+    let out = tracelab(&db, "bob", &env, &args).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let opened: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prs = github.prs();
+    assert_eq!(prs.len(), 1);
+    assert_eq!(opened["number"], prs[0]["number"]);
+    assert_eq!(opened["url"], prs[0]["html_url"]);
+    assert_eq!(prs[0]["draft"], true);
+    assert_eq!(prs[0]["head"]["ref"], branch.as_str());
+    assert_eq!(prs[0]["base"]["ref"], "main");
+    assert!(
+        prs[0]["body"].as_str().unwrap().contains(&id),
+        "the diagnosis is the body"
+    );
+    assert_eq!(prs[0]["labels"][0]["name"], "tracelab");
+    assert_eq!(
+        remote_branch(&bare, &branch).as_deref(),
+        Some(verified.as_str())
+    );
+
+    // Once more: the stored pull request, and no request to anyone.
+    let asked = github.requests().len();
+    let out = tracelab(&db, "bob", &env, &args).await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        opened
+    );
+    assert_eq!(github.requests().len(), asked);
+    assert!(github.problems().is_empty(), "{:?}", github.problems());
+
+    let store = tracelab_store::SqliteStore::open(&db).await.unwrap();
+    let h = store
+        .hand_off(&InvestigationId(id.clone()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(h.started_by.as_deref(), Some("alice"));
+    let log: Vec<(AuditAction, &str)> = h
+        .audit
+        .iter()
+        .map(|e| (e.action, e.actor.as_str()))
+        .collect();
+    assert_eq!(
+        log,
+        [
+            (AuditAction::Started, "alice"),
+            (AuditAction::Approved, "bob"),
+            (AuditAction::PullRequestFailed, "bob"),
+            (AuditAction::PullRequestOpened, "bob"),
+        ]
+    );
+    assert!(
+        h.audit[2]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("502")
+    );
+    assert_eq!(
+        h.pull_request.unwrap().number,
+        opened["number"].as_u64().unwrap()
+    );
+    assert!(h.pull_request_error.is_none());
+}
