@@ -31,6 +31,8 @@ pub fn backends() -> Option<Backends> {
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
     pub verifiers: usize,
+    /// Jobs each verifier runs at once (its `concurrency` setting).
+    pub verifier_concurrency: usize,
     /// A job not progress-acked for this long goes to another verifier.
     pub ack_wait_seconds: u64,
     pub verification_deadline_seconds: u64,
@@ -52,6 +54,7 @@ impl Default for FleetOptions {
     fn default() -> Self {
         Self {
             verifiers: 1,
+            verifier_concurrency: 1,
             ack_wait_seconds: 5,
             verification_deadline_seconds: 600,
             investigator_config: None,
@@ -261,6 +264,7 @@ impl Fleet {
         let extra = [
             format!("listen=127.0.0.1:{port}"),
             format!("name={name}"),
+            format!("concurrency={}", self.options.verifier_concurrency),
             format!("sandbox.kind={}", self.options.sandbox),
             "sandbox.allow_local=true".into(),
         ];

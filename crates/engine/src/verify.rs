@@ -406,6 +406,10 @@ pub(crate) fn regression_command(
     (shell_words::join(&argv), ctx.spec(&argv, &[]))
 }
 
+/// The note of a regression-before step that is the reproduction's runs
+/// (not run again by the verification).
+pub const REUSED_REPRODUCTION: &str = "the reproduction's runs: same command, same revision";
+
 /// Steps 1 and 2: the reproduction (from the classification) and the
 /// regression test failing at the bad revision.
 pub(crate) async fn regression_before(
@@ -420,7 +424,7 @@ pub(crate) async fn regression_before(
         // ran it at this revision, and its failures are the evidence.
         let mut reused = plan.classification.experiment.clone();
         reused.step = Step::RegressionBefore;
-        reused.note = Some("the reproduction's runs: same command, same revision".into());
+        reused.note = Some(REUSED_REPRODUCTION.into());
         experiments.push(reused);
         return Ok(experiments);
     }
