@@ -997,7 +997,7 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
     let s = scenarios::linear_regression(3, 1, 0.0);
     let id = "0192f0c4-0000-7000-8000-000000000000";
     // (method, path, body, least role: 0 viewer, 1 reviewer)
-    let routes: [(&str, String, Option<Value>, u8); 7] = [
+    let routes: [(&str, String, Option<Value>, u8); 8] = [
         ("GET", "/api/investigations".into(), None, 0),
         (
             "POST",
@@ -1022,6 +1022,12 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
             "POST",
             format!("/api/investigations/{id}/reject"),
             Some(json!({})),
+            1,
+        ),
+        (
+            "POST",
+            format!("/api/investigations/{id}/pull-request"),
+            None,
             1,
         ),
         ("GET", format!("/api/hypotheses/{id}-h1/evidence"), None, 0),
