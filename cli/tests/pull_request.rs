@@ -7,7 +7,7 @@
 //! second push or a second pull request; a third call asks nobody.
 
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tracelab_codehost::fakes::{self, remote_branch};
 use tracelab_domain::audit::AuditAction;
@@ -60,16 +60,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
-    let s = scenarios::linear_regression(8, 5, 0.0);
-    let repo = s.repo.path().to_path_buf();
-    let home = tempfile::tempdir().unwrap();
-    let db = home.path().join("t.db");
-
-    // The remote: a bare copy served over smart HTTP, pushes allowed.
+/// A bare copy of `repo` at `served/<project>.git`, served over smart
+/// HTTP with pushes allowed, as `repo`'s remote `origin`.
+fn remote(repo: &Path, project: &str) -> (tempfile::TempDir, PathBuf, GitHttp) {
     let served = tempfile::tempdir().unwrap();
-    let bare = served.path().join("acme/shop.git");
+    let bare = served.path().join(format!("{project}.git"));
     std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
     git(
         served.path(),
@@ -84,32 +79,23 @@ async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
     git(&bare, &["config", "http.receivepack", "true"]);
     let http = GitHttp::start(served.path(), None).expect("git http server");
     git(
-        &repo,
-        &["remote", "add", "origin", &http.url("acme/shop.git")],
-    );
-    let github = fakes::github(TOKEN, served.path().to_path_buf()).await;
-    let env = [
-        ("TRACELAB_GITHUB_API_URL", github.api.as_str()),
-        ("TRACELAB_GITHUB_TOKEN", TOKEN),
-    ];
-    let pr_args = |id: &str| -> Vec<String> {
-        [
-            "investigations",
-            "pr",
-            id,
-            "--remote",
+        repo,
+        &[
+            "remote",
+            "add",
             "origin",
-            "--github",
-            "acme/shop",
-            "--format",
-            "json",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
+            &http.url(&format!("{project}.git")),
+        ],
+    );
+    (served, bare, http)
+}
 
+/// Investigates `s` as alice with issue id `issue`: the id, the verified
+/// branch and its commit.
+async fn investigate(db: &Path, s: &scenarios::Scenario, issue: &str) -> (String, String, String) {
+    let repo = s.repo.path();
     let out = tracelab(
-        &db,
+        db,
         "alice",
         &[],
         &[
@@ -119,7 +105,7 @@ async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
             "--test",
             &s.test_command,
             "--issue-id",
-            "PR-7",
+            issue,
             "--format",
             "json",
             "--parallel",
@@ -132,10 +118,37 @@ async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
     assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
     let id = report["id"].as_str().unwrap().to_string();
     let branch = report["winner"]["branch"].as_str().unwrap().to_string();
-    assert!(branch.starts_with("ai-debug/PR-7-h"), "{branch}");
-    let verified = git(&repo, &["rev-parse", &format!("refs/heads/{branch}")]);
-    let args = pr_args(&id);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert!(
+        branch.starts_with(&format!("ai-debug/{issue}-h")),
+        "{branch}"
+    );
+    let verified = git(repo, &["rev-parse", &format!("refs/heads/{branch}")]);
+    (id, branch, verified)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
+    let s = scenarios::linear_regression(8, 5, 0.0);
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("t.db");
+    let (served, bare, _http) = remote(s.repo.path(), "acme/shop");
+    let github = fakes::github(TOKEN, served.path().to_path_buf()).await;
+    let env = [
+        ("TRACELAB_GITHUB_API_URL", github.api.as_str()),
+        ("TRACELAB_GITHUB_TOKEN", TOKEN),
+    ];
+    let (id, branch, verified) = investigate(&db, &s, "PR-7").await;
+    let args = [
+        "investigations",
+        "pr",
+        &id,
+        "--remote",
+        "origin",
+        "--github",
+        "acme/shop",
+        "--format",
+        "json",
+    ];
 
     // Not approved yet: refused, nothing pushed, nobody asked.
     let out = tracelab(&db, "bob", &env, &args).await;
@@ -247,4 +260,73 @@ async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
         opened["number"].as_u64().unwrap()
     );
     assert!(h.pull_request_error.is_none());
+}
+
+/// `--gitlab GROUP/PROJECT` with `TRACELAB_GITLAB_*`: a draft merge request
+/// on a fake self-managed GitLab, nested groups and custom labels; the
+/// GitHub variables play no part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gitlab_gets_a_draft_merge_request() {
+    let s = scenarios::linear_regression(6, 3, 0.0);
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("t.db");
+    let (served, bare, _http) = remote(s.repo.path(), "platform/team/shop");
+    let gitlab = fakes::gitlab(TOKEN, served.path().to_path_buf()).await;
+    let (id, branch, verified) = investigate(&db, &s, "GL-3").await;
+    let out = tracelab(&db, "bob", &[], &["investigations", "approve", &id]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let env = [
+        ("TRACELAB_GITLAB_API_URL", gitlab.api.as_str()),
+        ("TRACELAB_GITLAB_TOKEN", TOKEN),
+        ("TRACELAB_GITHUB_TOKEN", "not-this-one"),
+    ];
+    let args = [
+        "investigations",
+        "pr",
+        &id,
+        "--remote",
+        "origin",
+        "--gitlab",
+        "platform/team/shop",
+        "--label",
+        "needs-review",
+        "--label",
+        "tracelab",
+    ];
+    let out = tracelab(&db, "bob", &env, &args).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let mrs = gitlab.prs();
+    assert_eq!(mrs.len(), 1, "{mrs:?}");
+    assert!(
+        text(&out).contains(mrs[0]["web_url"].as_str().unwrap()),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        mrs[0]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Draft: TraceLab: ")
+    );
+    assert_eq!(mrs[0]["source_branch"], branch.as_str());
+    assert_eq!(mrs[0]["labels"], json!(["needs-review", "tracelab"]));
+    assert_eq!(
+        remote_branch(&bare, &branch).as_deref(),
+        Some(verified.as_str())
+    );
+    assert!(gitlab.problems().is_empty(), "{:?}", gitlab.problems());
+    // Both flags, or neither, are refused before anything happens.
+    let out = tracelab(
+        &db,
+        "bob",
+        &env,
+        &["investigations", "pr", &id, "--remote", "origin"],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("--github OWNER/REPO or --gitlab"),
+        "{}",
+        text(&out)
+    );
 }

@@ -264,6 +264,28 @@ async fn an_approved_investigation_becomes_one_draft_pull_request() {
     let asked = github.requests().len();
     let (status, again) = api.pull_request(&id, REVIEWER).await;
     assert_eq!((status, &again), (200, &opened));
+    // `tracelab --server URL investigations pr ID` calls the same endpoint.
+    let cli = tokio::task::spawn_blocking({
+        let (server, id) = (fleet.api.clone(), id.clone());
+        move || {
+            Command::new(tracelab_e2e::tracelab_binary())
+                .args(["--server", &server, "--token", REVIEWER])
+                .args(["investigations", "pr", &id, "--format", "json"])
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&cli.stdout).unwrap(),
+        opened
+    );
     assert_eq!(github.requests().len(), asked);
     assert!(github.problems().is_empty(), "{:?}", github.problems());
 
