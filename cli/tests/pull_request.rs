@@ -181,6 +181,18 @@ async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
     .await;
     assert!(out.status.success(), "{}", text(&out));
 
+    // GitHub refuses the creation (422): a clear error, stored; nothing opened.
+    github.with(|h| {
+        h.fail_next_create = Some((
+            422,
+            json!({"message": "Validation Failed: base is protected"}),
+        ))
+    });
+    let out = tracelab(&db, "bob", &env, &args).await;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("base is protected"), "{}", text(&out));
+    assert!(github.prs().is_empty());
+
     // GitHub answers 502 after the push: the error is stored, the branch stays.
     github.with(|h| h.fail_next = Some((1, 502, json!({"message": "Server Error"}))));
     let out = tracelab(&db, "bob", &env, &args).await;
@@ -245,11 +257,12 @@ async fn an_approved_diagnosis_becomes_one_draft_pull_request() {
             (AuditAction::Started, "alice"),
             (AuditAction::Approved, "bob"),
             (AuditAction::PullRequestFailed, "bob"),
+            (AuditAction::PullRequestFailed, "bob"),
             (AuditAction::PullRequestOpened, "bob"),
         ]
     );
     assert!(
-        h.audit[2]
+        h.audit[3]
             .reason
             .as_deref()
             .unwrap_or_default()

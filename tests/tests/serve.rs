@@ -153,6 +153,23 @@ async fn the_dashboard_serves_this_machines_investigations_and_records_an_approv
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed[0]["id"], id.as_str());
     assert_eq!(listed[0]["state"], "APPROVED", "{listed}");
+    // The page's audit log: started by this machine's user, approved through the dashboard.
+    let page = http
+        .get(format!("{base}/investigations/{id}"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("<code>started</code>"), "{page}");
+    assert!(page.contains("<code>approved</code>"), "{page}");
+    assert!(
+        page.contains("looks right"),
+        "the reviewer's reason is in the log"
+    );
+    assert!(page.contains("No pull request has been opened."));
     drop(served);
 
     // With TRACELAB_TOKEN the link carries no token, and that token signs in.
