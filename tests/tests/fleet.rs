@@ -1098,6 +1098,7 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
         ("GetEvidence", 0),
         ("Approve", 1),
         ("Reject", 1),
+        ("OpenPullRequest", 1),
     ];
     for (method, least) in methods {
         let grpc_call = |token: Option<&str>| {
@@ -1131,6 +1132,9 @@ async fn every_api_route_answers_401_without_a_token_and_403_below_its_role() {
                             .map(drop),
                     ),
                     "Approve" => code(client.approve(with(decide, &token)).await.map(drop)),
+                    "OpenPullRequest" => {
+                        code(client.open_pull_request(with(get, &token)).await.map(drop))
+                    }
                     _ => code(client.reject(with(decide, &token)).await.map(drop)),
                 }
             }

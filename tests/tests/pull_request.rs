@@ -6,7 +6,8 @@
 //! a fake GitHub Enterprise (`tracelab_codehost::fakes`) that checks every
 //! request. Covers 404, 409, 403 (viewer; the four-eyes rule), a host that
 //! answers 503 (error stored, branch already pushed, no pull request), the
-//! retry (`{url, number}`), and an idempotent third call that asks nobody.
+//! retry (`{url, number}`), and an idempotent third call (REST, the CLI's
+//! `--server` mode, gRPC) that asks nobody.
 
 use serde_json::{Value, json};
 use std::process::Command;
@@ -286,6 +287,20 @@ async fn an_approved_investigation_becomes_one_draft_pull_request() {
         serde_json::from_slice::<Value>(&cli.stdout).unwrap(),
         opened
     );
+    // And gRPC's OpenPullRequest.
+    let mut grpc = tracelab_proto::api::v1::investigations_client::InvestigationsClient::connect(
+        fleet.grpc.clone(),
+    )
+    .await
+    .unwrap();
+    let mut request =
+        tonic::Request::new(tracelab_proto::api::v1::GetInvestigationRequest { id: id.clone() });
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {REVIEWER}").parse().unwrap(),
+    );
+    let pr = grpc.open_pull_request(request).await.unwrap().into_inner();
+    assert_eq!(json!({"url": pr.url, "number": pr.number}), opened);
     assert_eq!(github.requests().len(), asked);
     assert!(github.problems().is_empty(), "{:?}", github.problems());
 

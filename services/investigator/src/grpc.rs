@@ -210,6 +210,22 @@ impl Investigations for Service {
             .map_err(status)?;
         Ok(Response::new(investigation(view)))
     }
+
+    async fn open_pull_request(
+        &self,
+        request: Request<pb::GetInvestigationRequest>,
+    ) -> Result<Response<pb::PullRequest>, Status> {
+        let caller = caller(&self.auth, &request, Action::Review)?;
+        let opened = self
+            .api
+            .open_pull_request(&request.into_inner().id, &caller)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::PullRequest {
+            url: opened.url,
+            number: opened.number,
+        }))
+    }
 }
 
 /// Serves the gRPC API on `listener` until `shutdown`.
