@@ -27,6 +27,7 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-repos"
         | "tracelab-dashboard"
         | "tracelab-codehost"
+        | "tracelab-experience"
         | "tracelab-fleet" => Library,
         "tracelab-investigator"
         | "tracelab-verifier"
@@ -77,6 +78,9 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         &["tracelab-domain", "tracelab-syntax"],
     ),
     ("tracelab-ingest", &["tracelab-domain"]),
+    // Pure reconstruction of repair experience (#16): diffs, signatures and
+    // the oracle's test-path rule come from the domain; mining's IO is the CLI's.
+    ("tracelab-experience", &["tracelab-domain"]),
     ("tracelab-repair", &["tracelab-domain", "tracelab-syntax"]),
     (
         "tracelab-index-client",
