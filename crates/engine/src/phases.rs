@@ -427,11 +427,12 @@ async fn propose_classified(
         finding.summary.good_flaky = good_flaky;
         Ok(Some((finding, model)))
     };
-    let behaviour_agent = async {
-        let order = test_behaviour::order_dependence(ctx, 0, classification).await?;
-        let env = test_behaviour::environment_dependence(ctx, 0, classification).await?;
-        Ok::<_, Error>((order, env))
-    };
+    // The order and environment checks share the pool's slots with the
+    // search (which has precedence), side by side.
+    let behaviour_agent = futures::future::try_join(
+        test_behaviour::order_dependence(ctx, 0, classification),
+        test_behaviour::environment_dependence(ctx, 0, classification),
+    );
     let agents = futures::future::try_join(history, behaviour_agent);
     let suspects = async {
         match early_suspects {

@@ -385,14 +385,15 @@ pub async fn order_dependence(
     let Some(isolated) = isolated_command(ctx, classification) else {
         return Ok(None);
     };
-    let runs = repeat(
-        ctx,
-        &isolated,
-        &[],
-        ctx.config.isolation_runs,
-        classification.baseline.as_ref(),
-    )
-    .await?;
+    // One isolated run that does not pass settles it (order dependence
+    // needs every isolated run to pass); the others confirm a pass.
+    let baseline = classification.baseline.as_ref();
+    let mut runs = repeat(ctx, &isolated, &[], 1, baseline).await?;
+    if runs[0].outcome != Outcome::Pass {
+        return Ok(None);
+    }
+    let more = ctx.config.isolation_runs.max(1) - 1;
+    runs.extend(repeat(ctx, &isolated, &[], more, baseline).await?);
     if !runs.iter().all(|r| r.outcome == Outcome::Pass) {
         return Ok(None);
     }
@@ -442,30 +443,25 @@ pub async fn environment_dependence(
         _ => return Ok(None),
     };
     let confirm = ctx.config.isolation_runs.max(1);
-    for (key, value) in &ctx.config.environment_variants {
+    let baseline = classification.baseline.as_ref();
+    // Every variant's first run at once (they share the pool's slots); the
+    // variants that flipped are confirmed in the configured order, and the
+    // first confirmed one is the hypothesis.
+    let screened = join_all(ctx.config.environment_variants.iter().map(|(key, value)| {
         let env = vec![(key.clone(), value.clone())];
-        let first = repeat(
-            ctx,
-            &ctx.test.argv,
-            &env,
-            1,
-            classification.baseline.as_ref(),
-        )
-        .await?;
+        async move {
+            let first = repeat(ctx, &ctx.test.argv, &env, 1, baseline).await?;
+            Ok::<_, tracelab_domain::Error>((key, value, env, first))
+        }
+    }))
+    .await;
+    for screened in screened {
+        let (key, value, env, first) = screened?;
         if first[0].outcome != looking_for {
             continue;
         }
         let mut runs = first;
-        runs.extend(
-            repeat(
-                ctx,
-                &ctx.test.argv,
-                &env,
-                confirm - 1,
-                classification.baseline.as_ref(),
-            )
-            .await?,
-        );
+        runs.extend(repeat(ctx, &ctx.test.argv, &env, confirm - 1, baseline).await?);
         if !runs.iter().all(|r| r.outcome == looking_for) {
             continue;
         }
