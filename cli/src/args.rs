@@ -50,6 +50,9 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Serve the review dashboard over this machine's investigations; the first stdout line is its URL.
     Serve(ServeArgs),
+    /// Learn from completed repairs: mine a failing → passing range, read the records.
+    #[command(subcommand)]
+    Experience(crate::experience::ExperienceCommand),
 }
 
 #[derive(Debug, Args)]

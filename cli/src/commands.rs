@@ -18,7 +18,7 @@ use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
 use tracelab_sandbox::{HardenedConfig, Isolation, LocalConfig, LocalSandboxProvider};
 use tracelab_store::SqliteStore;
 
-fn default_db() -> PathBuf {
+pub(crate) fn default_db() -> PathBuf {
     let base = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
@@ -97,6 +97,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Repro(args) => crate::repro::run(args).await,
         Command::Report(args) => crate::report::run(args, None, cli.token.as_deref()).await,
         Command::Serve(args) => serve(&cli.db, args, cli.token.clone()).await,
+        Command::Experience(cmd) => crate::experience::run(&cli.db, cli.quiet, cmd).await,
     }
 }
 

@@ -7,6 +7,7 @@ mod args;
 mod built;
 mod code;
 mod commands;
+mod experience;
 mod output;
 mod parse;
 #[cfg(feature = "server")]

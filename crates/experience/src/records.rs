@@ -448,7 +448,7 @@ fn record(
     let mut conditions = vec![format!("the check {}/{} fails", problem.job, problem.step)];
     if !problem.error_types.is_empty() {
         let types: Vec<&str> = problem.error_types.iter().map(String::as_str).collect();
-        conditions.push(format!("with {}", types.join(", ")));
+        conditions.push(format!("it fails with {}", types.join(", ")));
     }
     for p in s.prerequisites.iter().filter(|p| p.after == a.problem) {
         conditions.push(format!(

@@ -1,0 +1,212 @@
+//! `tracelab experience mine|list|show` on a generated history: a lint
+//! failure hides an import error, which hides a failing test; an attempt at
+//! the import error is reverted; unrelated work lands in between.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+use tracelab_testkit::FixtureRepo;
+
+fn tracelab(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("tracelab runs")
+}
+
+const LINT: &str = r#"import pathlib
+import sys
+
+bad = 0
+for path in sorted(pathlib.Path("app").rglob("*.py")):
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if len(line) > 79:
+            print(f"{path}:{n}: L001 line too long ({len(line)} > 79)")
+            bad += 1
+sys.exit(1 if bad else 0)
+"#;
+
+const UTIL_LONG: &str = "def label(name, unit):\n    return '{} ({})'.format(name.strip().title(), unit.strip().lower()) + ' ' * 0\n";
+const UTIL_SHORT: &str = "def label(name, unit):\n    text = '{} ({})'.format(name.strip().title(), unit.strip().lower())\n    return text\n";
+const CALC_BUG: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n";
+const CALC_FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
+const FMT: &str = "def plain(x):\n    return str(x)\n";
+const FMT_FIXED: &str =
+    "def plain(x):\n    return str(x)\n\n\ndef pretty(x):\n    return '<' + str(x) + '>'\n";
+const REPORT: &str = "from app.fmt import pretty\n\n\ndef show(total):\n    return pretty(total)\n";
+const REPORT_ATTEMPT: &str =
+    "from app.calc import pretty\n\n\ndef show(total):\n    return pretty(total)\n";
+const TEST: &str = "import unittest\n\nfrom app.calc import add\nfrom app.report import show\n\n\nclass CalcTests(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_show(self):\n        self.assertEqual(show(1), '<1>')\n";
+
+struct Fixture {
+    repo: FixtureRepo,
+    first: String,
+}
+
+fn history() -> Fixture {
+    let mut repo = FixtureRepo::new();
+    let first = repo.commit(
+        "Add reports",
+        &[
+            ("tools/lint.py", LINT),
+            ("app/__init__.py", ""),
+            ("app/util.py", UTIL_LONG),
+            ("app/calc.py", CALC_BUG),
+            ("app/fmt.py", FMT),
+            ("app/report.py", REPORT),
+            ("tests/__init__.py", ""),
+            ("tests/test_calc.py", TEST),
+            ("README.md", "# Calc\n"),
+        ],
+    );
+    repo.commit("Wrap a long line", &[("app/util.py", UTIL_SHORT)]);
+    repo.commit(
+        "Import pretty from calc",
+        &[("app/report.py", REPORT_ATTEMPT)],
+    );
+    repo.commit(
+        "Revert: import pretty from calc",
+        &[("app/report.py", REPORT)],
+    );
+    repo.commit("Add fmt.pretty", &[("app/fmt.py", FMT_FIXED)]);
+    repo.commit(
+        "Describe the project",
+        &[("README.md", "# Calc\n\nSmall arithmetic with reports.\n")],
+    );
+    repo.commit("Fix add", &[("app/calc.py", CALC_FIXED)]);
+    Fixture { repo, first }
+}
+
+fn mine(db: &std::path::Path, f: &Fixture) -> Output {
+    tracelab(
+        db,
+        &[
+            "experience",
+            "mine",
+            "--repo",
+            f.repo.path().to_str().unwrap(),
+            "--test",
+            "python3 tools/lint.py",
+            "--test",
+            "python3 -m unittest tests.test_calc",
+            "--from",
+            &f.first,
+            "--format",
+            "json",
+        ],
+    )
+}
+
+fn kept_paths(r: &Value, key_suffix: &str) -> Vec<String> {
+    let problems = r["problems"].as_array().unwrap();
+    let index = problems
+        .iter()
+        .position(|p| p["key"].as_str().unwrap().ends_with(key_suffix))
+        .unwrap_or_else(|| panic!("no problem {key_suffix} in {problems:#?}"));
+    let a = r["attributions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["problem"] == index)
+        .unwrap();
+    a["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            r["hunks"][h.as_u64().unwrap() as usize]["path"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn mining_attributes_each_problem_to_its_repair_and_stores_records() {
+    let f = history();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let out = mine(&db, &f);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(r["organised"], true, "{:#?}", r["notes"]);
+    let keys: Vec<&str> = r["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "local/python3 tools/lint.py",
+            "local/python3 -m unittest tests.test_calc: ImportError",
+            "local/python3 -m unittest tests.test_calc: tests.test_calc.CalcTests.test_add",
+        ]
+    );
+    // The unit step was not run behind the failing lint step.
+    assert_eq!(r["problems"][1]["statuses"][0], "unreached");
+    assert_eq!(kept_paths(&r, "lint.py"), vec!["app/util.py"]);
+    assert_eq!(kept_paths(&r, "ImportError"), vec!["app/fmt.py"]);
+    assert_eq!(kept_paths(&r, "test_add"), vec!["app/calc.py"]);
+    let attempts = r["development"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:#?}");
+    assert_eq!(attempts[0]["path"], "app/report.py");
+    assert_eq!(attempts[0]["reverted"], 3);
+    assert_eq!(r["records"].as_array().unwrap().len(), 3);
+
+    let listed = tracelab(&db, &["experience", "list", "--format", "json"]);
+    assert!(listed.status.success());
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    let test_record = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["problem"].as_str().unwrap().ends_with("test_add"))
+        .unwrap();
+    let id = test_record["id"].as_str().unwrap();
+    let shown = tracelab(&db, &["experience", "show", &id[..8]]);
+    assert!(shown.status.success());
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("+    return a + b"), "{text}");
+    assert!(text.contains("L3 pattern"));
+
+    // Mining the same range again stores nothing new.
+    let again = mine(&db, &f);
+    assert!(again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("0 new record(s)"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+#[test]
+fn a_range_longer_than_the_bound_is_refused() {
+    let f = history();
+    let dir = tempfile::tempdir().unwrap();
+    let out = tracelab(
+        &dir.path().join("t.db"),
+        &[
+            "experience",
+            "mine",
+            "--repo",
+            f.repo.path().to_str().unwrap(),
+            "--test",
+            "python3 -m unittest tests.test_calc",
+            "--from",
+            &f.first,
+            "--max-commits",
+            "3",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-commits 3"));
+}
