@@ -221,6 +221,11 @@ def expected_secret_files(name, values, secret_name):
     if name == "ingest" and values["ingest"]["redactionKey"]["existingSecret"]:
         want["TRACELAB__REDACTION_KEY"] = (values["ingest"]["redactionKey"]["existingSecret"],
                                            values["ingest"]["redactionKey"]["existingSecretKey"])
+    if name == "investigator":
+        for host, h in values["pullRequests"]["hosts"].items():
+            want[f"TRACELAB__PULL_REQUESTS__HOSTS__{host.upper()}__TOKEN"] = (
+                (h["existingSecret"], h["existingSecretKey"]) if h.get("existingSecret")
+                else (secret_name, f"pull-request-token-{host}"))
     return want
 
 
@@ -265,6 +270,11 @@ def check_with_binary(name, toml_text, env, files, secrets, settings, c, where):
         if "TRACELAB__FLEET__POSTGRES_URL" in fed:
             c.that(loaded["fleet"]["postgres_url"] == fed["TRACELAB__FLEET__POSTGRES_URL"],
                    f"{where}: {binary.name} did not take the PostgreSQL URL from its file")
+        for setting, value in fed.items():
+            m = re.fullmatch(r"TRACELAB__PULL_REQUESTS__HOSTS__(\w+)__TOKEN", setting)
+            if m:
+                host = loaded.get("pull_requests", {}).get("hosts", {}).get(m.group(1).lower(), {})
+                c.that(host.get("token") == value, f"{where}: {binary.name} did not take the {m.group(1).lower()} token from its file")
         if "TRACELAB__TOKENS" in fed:
             want = tomllib.loads(f"tokens = {fed['TRACELAB__TOKENS']}")["tokens"]
             got = loaded.get("tokens", [])
@@ -588,6 +598,15 @@ def check_network_policies(by_kind, deployments, values, c, scenario):
             c.that(not indexer_rules, f"{where}: egress to the indexer")
         if values["fleet"]["otlp_endpoint"]:
             want |= set(np_values["otlp"]["ports"])
+        if name == "investigator" and values["pullRequests"]["hosts"]:
+            # The code-host APIs (draft pull requests), from the investigator only.
+            apis = np_values["codeHostApis"] or [{"ports": [443]}]
+            for api in apis:
+                want |= set(api["ports"])
+                to = ([{"ipBlock": {"cidr": api["cidr"], **({"except": api["except"]} if api.get("except") else {})}}]
+                      if "cidr" in api else None)
+                c.that(any(r.get("to") == to and {p for p, _ in rule_ports(r)} == set(api["ports"]) for r in egress),
+                       f"{where}: no egress to the code-host API {api}")
         got = {p for r in egress for p, _ in rule_ports(r)}
         c.that(got == want, f"{where}: egress ports {sorted(got)}, expected {sorted(want)}")
         if name == "verifier":
@@ -712,6 +731,25 @@ SCENARIOS = [
     ("an unknown sandbox kind", merge(PG, {"sandbox": {"kind": "chroot"}}), False, "sandbox.kind"),
     ("HPA and KEDA both", merge(PG, {"verifier": {"autoscaling": {"enabled": True}, "keda": {"enabled": True}}}),
      False, "verifier.keda.enabled and verifier.autoscaling.enabled"),
+    ("draft pull requests: a chart token, an existing Secret, narrowed APIs", merge(PG, {
+        "api": {"tokens": [{"name": "ci", "token": "t0k", "role": "reviewer"}]},
+        "pullRequests": {"hosts": {
+            "github": {"host": "github.com", "kind": "github", "token": "ghp_example", "labels": ["tracelab", "ci"]},
+            "gitlab_internal": {"host": "gitlab.example.com", "kind": "gitlab",
+                                "api_url": "https://gitlab.example.com/api/v4", "base_branch": "develop",
+                                "existingSecret": "code-hosts", "existingSecretKey": "gitlab-token"}}},
+        "review": {"forbidSelfApproval": False},
+        "networkPolicy": {"codeHostApis": [{"cidr": "140.82.112.0/20", "ports": [443]},
+                                           {"cidr": "10.40.0.0/16", "except": ["10.40.9.0/24"], "ports": [443, 8443]}]},
+    }), True, None, {"pull_requests": {"github": {"host": "github.com", "kind": "github", "labels": ["tracelab", "ci"]},
+                                       "gitlab_internal": {"host": "gitlab.example.com", "kind": "gitlab",
+                                                           "api_url": "https://gitlab.example.com/api/v4",
+                                                           "base_branch": "develop"}},
+                     "forbid_self_approval": False}),
+    ("a pull-request host without a token", merge(PG, {"pullRequests": {"hosts": {"github": {"host": "github.com"}}}}),
+     False, "API token"),
+    ("a pull-request host name that is no setting name", merge(PG, {"pullRequests": {"hosts": {
+        "Git-Hub": {"host": "github.com", "token": "x"}}}}), False, "pullRequests.hosts: name"),
 ]
 
 
@@ -726,6 +764,19 @@ def check_expectations(text, expect, c, scenario):
         for name in ("investigator", "verifier"):
             kind = tomllib.loads(config.get(f"{name}.toml", "")).get("sandbox", {}).get("kind")
             c.that(kind == expect["sandbox"], f"{scenario}: {name} sandbox {kind!r}, expected {expect['sandbox']!r}")
+    if "pull_requests" in expect or "forbid_self_approval" in expect:
+        inv = tomllib.loads(config.get("investigator.toml", ""))
+        hosts = inv.get("pull_requests", {}).get("hosts", {})
+        c.that(sorted(hosts) == sorted(expect.get("pull_requests", {})), f"{scenario}: pull_requests hosts {sorted(hosts)}")
+        for host, want in expect.get("pull_requests", {}).items():
+            got = hosts.get(host, {})
+            c.that(all(got.get(k) == v for k, v in want.items()), f"{scenario}: pull_requests.hosts.{host} = {got}")
+            c.that(not {"token", "token_file", "existingSecret", "existingSecretKey"} & set(got),
+                   f"{scenario}: a token or Secret reference in the settings file: {got}")
+        if "forbid_self_approval" in expect:
+            got = inv.get("review", {}).get("forbid_self_approval")
+            c.that(got == expect["forbid_self_approval"], f"{scenario}: review.forbid_self_approval {got}")
+        c.that("ghp_example" not in "".join(config.values()), f"{scenario}: a code-host token in the ConfigMap")
     for so in (d for d in docs if d["kind"] == "ScaledObject"):
         meta = so["spec"]["triggers"][0]["metadata"]
         if "stream" in expect:

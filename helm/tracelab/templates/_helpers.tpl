@@ -90,6 +90,11 @@ its ports, and `[fleet]`. Top-level scalars first, then one table per map.
 {{- if has .service (list "investigator" "verifier") -}}
 {{- $_ := set $s "sandbox" (include "tracelab.sandbox" . | fromJson) -}}
 {{- end -}}
+{{- if eq .service "investigator" -}}
+{{- range $key, $value := include "tracelab.handOffSettings" .root | fromJson -}}
+{{- $_ := set $s $key $value -}}
+{{- end -}}
+{{- end -}}
 {{- range $key := keys $s | sortAlpha -}}
 {{- $v := index $s $key -}}
 {{- if ne (kindOf $v) "map" -}}
@@ -164,7 +169,46 @@ The secrets one service reads, as JSON {"files": [...]}: (dict "root" $
 {{- $r := $root.Values.ingest.redactionKey -}}
 {{- $files = append $files (dict "env" "TRACELAB__REDACTION_KEY" "file" "redaction-key" "secret" $r.existingSecret "key" $r.existingSecretKey) -}}
 {{- end -}}
+{{- /* Each code host's API token for draft pull requests. */ -}}
+{{- if eq .service "investigator" -}}
+{{- range $name := keys $root.Values.pullRequests.hosts | sortAlpha -}}
+{{- $h := index $root.Values.pullRequests.hosts $name -}}
+{{- $files = append $files (dict "env" (printf "TRACELAB__PULL_REQUESTS__HOSTS__%s__TOKEN" (upper $name)) "file" (printf "pull-request-token-%s" $name) "secret" (default (include "tracelab.secretName" $root) (get $h "existingSecret")) "key" (include "tracelab.pullRequestTokenKey" (dict "name" $name "host" $h))) -}}
+{{- end -}}
+{{- end -}}
 {{- toJson (dict "files" $files) -}}
+{{- end -}}
+
+{{/*
+The Secret key of one code host's token: (dict "name" "github" "host" $h).
+Checks the host's name and that a token is given.
+*/}}
+{{- define "tracelab.pullRequestTokenKey" -}}
+{{- if not (regexMatch "^[a-z][a-z0-9_]*$" .name) -}}
+{{- fail (printf "pullRequests.hosts: name %q: use lower-case letters, digits and _ (it becomes TRACELAB__PULL_REQUESTS__HOSTS__<NAME>__TOKEN_FILE)" .name) -}}
+{{- end -}}
+{{- if get .host "existingSecret" -}}
+{{- required (printf "pullRequests.hosts.%s.existingSecretKey: the key of %s that holds the API token" .name (get .host "existingSecret")) (get .host "existingSecretKey") -}}
+{{- else -}}
+{{- $_ := required (printf "pullRequests.hosts.%s: token (or existingSecret with existingSecretKey) holds the code host's API token" .name) (get .host "token") -}}
+{{- printf "pull-request-token-%s" .name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The investigator's [pull_requests] and [review] settings as JSON: each
+host's keys but its token and Secret reference (those come from a file).
+*/}}
+{{- define "tracelab.handOffSettings" -}}
+{{- $hosts := dict -}}
+{{- range $name, $h := .Values.pullRequests.hosts -}}
+{{- $_ := set $hosts $name (omit $h "token" "token_file" "existingSecret" "existingSecretKey") -}}
+{{- end -}}
+{{- $out := dict "review" (dict "forbid_self_approval" (ne (toString .Values.review.forbidSelfApproval) "false")) -}}
+{{- if $hosts -}}
+{{- $_ := set $out "pull_requests" (dict "hosts" $hosts) -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}
 
 {{/*
