@@ -70,14 +70,19 @@ impl GroupKey {
 /// `path:line:col` (the path may hold colons, as on Windows) into the path
 /// and the rest.
 pub(crate) fn split_location(location: &str) -> (&str, &str) {
-    let mut parts = location.rsplitn(3, ':');
-    let (col, line) = (parts.next(), parts.next());
-    match (parts.next(), line, col) {
-        (Some(path), Some(l), Some(c)) if l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok() => {
-            (path, &location[path.len()..])
+    let is_number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    // `path:line:col`, or `path:line` (Rust before 1.42 printed no column).
+    let mut end = location.len();
+    for _ in 0..2 {
+        match location[..end].rfind(':') {
+            Some(i) if is_number(&location[i + 1..end]) => end = i,
+            _ => break,
         }
-        _ => (location, ""),
     }
+    if end == location.len() || end == 0 {
+        return (location, "");
+    }
+    (&location[..end], &location[end..])
 }
 
 impl std::fmt::Display for GroupKey {

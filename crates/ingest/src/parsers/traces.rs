@@ -48,7 +48,7 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
         return python(lines, i);
     }
     if line.trim_start().starts_with("File \"")
-        && let Some(r) = python_syntax_error(lines, i)
+        && let Some(r) = python_syntax_error(lines, i).or_else(|| python_headerless(lines, i))
     {
         return Some(r);
     }
@@ -319,6 +319,38 @@ fn python_group(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     Some((f, i))
 }
 
+/// A traceback pasted without its `Traceback (most recent call last):` line
+/// (people copy from the first frame they think matters). Read like a
+/// traceback when the frames end in an exception line; the indentation of
+/// the first frame says how much of every line is margin (`  File` is the
+/// standard two spaces).
+fn python_headerless(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let first = PY_FRAME.captures(lines[start])?;
+    first.get(3)?;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let prefix = " ".repeat(indent.saturating_sub(2));
+    let prefix = if lines[start].starts_with(&prefix) {
+        prefix
+    } else {
+        String::new()
+    };
+    // `python_traceback` starts reading after its header line.
+    let mut shifted: Vec<&str> = Vec::with_capacity(lines.len() - start + 1);
+    shifted.push("Traceback (most recent call last):");
+    shifted.extend_from_slice(&lines[start..]);
+    let (exc, next) = python_traceback(&shifted, 0, &prefix);
+    let ty = exc.exception_type?;
+    if exc.frames.is_empty() {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Python);
+    f.exception_type = Some(ty);
+    f.message = exc.message;
+    f.frames = exc.frames;
+    f.context.insert("header".into(), "missing".into());
+    Some((f, start + next - 1))
+}
+
 /// A syntax error reported while compiling the main script: a bare
 /// `File "x.py", line N` (no function), the source, a caret, then the error.
 fn python_syntax_error(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
@@ -349,7 +381,7 @@ static LOG_RECORD_START: LazyLock<Regex> = LazyLock::new(|| {
 
 static JAVA_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"^\s*(?:Exception in thread "[^"]*"\s+|Caused by:\s+|Suppressed:\s+|\[CIRCULAR REFERENCE:\s*)?((?:[a-zA-Z_$][\w$]*\.)+[a-zA-Z_$][\w$]*)(?::\s?(.*))?$"#,
+        r#"^\s*(?:Exception in thread "[^"]*"\s+|Caused by:\s+|Suppressed:\s+|\[CIRCULAR REFERENCE:\s*|e:\s+)?((?:[a-zA-Z_$][\w$]*\.)+[a-zA-Z_$][\w$]*)(?::\s?(.*))?$"#,
     )
     .unwrap()
 });
@@ -733,7 +765,7 @@ fn go_strip_args(line: &str) -> &str {
 /// A Go source location line: `\t/path/file.go:12 +0x1d`. The indentation
 /// is optional: pasting into an issue or a chat often loses the tab.
 static GO_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(\S.*?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+ pc=\S+)?$")
+    Regex::new(r"^\s*(\S.*?\.(?:go|s|c)):(\d+)(?: \+0x[0-9a-f]+)?(?: fp=\S+ sp=\S+(?: pc=\S+)?)?$")
         .unwrap()
 });
 
@@ -966,7 +998,8 @@ static RUST_PANIC_NEW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at (.+?):(\d+):(\d+):$").unwrap()
 });
 static RUST_PANIC_OLD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)', (.+?):(\d+):(\d+)$").unwrap()
+    Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)', (.+?):(\d+)(?::(\d+))?$")
+        .unwrap()
 });
 static RUST_BT_FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*\d+:\s+(?:0x[0-9a-f]+ - )?(.+?)\s*$").unwrap());
@@ -1023,8 +1056,12 @@ fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
         f.message = msg.join("\n");
     } else if let Some(c) = RUST_PANIC_OLD.captures(head) {
         f.context.insert("thread".into(), c[1].to_owned());
-        f.context
-            .insert("location".into(), format!("{}:{}:{}", &c[3], &c[4], &c[5]));
+        // Rust before 1.42 printed no column (`src/term/mod.rs:634`).
+        let location_text = match c.get(5) {
+            Some(col) => format!("{}:{}:{}", &c[3], &c[4], col.as_str()),
+            None => format!("{}:{}", &c[3], &c[4]),
+        };
+        f.context.insert("location".into(), location_text);
         location = frame(Some(&c[3]), None, c[4].parse().ok());
         f.message = c[2].to_owned();
     } else {
@@ -1269,6 +1306,47 @@ mod tests {
                 ("sub_exception", Some("KeyError"))
             ]
         );
+    }
+
+    #[test]
+    fn python_traceback_pasted_without_its_header() {
+        let f = one(
+            "   File \"/usr/lib/python3.9/site-packages/jinja2/filters.py\", line 13, in <module>\n     from markupsafe import soft_unicode\n ImportError: cannot import name 'soft_unicode' from 'markupsafe'\n",
+        );
+        assert_eq!(f.exception_type.as_deref(), Some("ImportError"));
+        assert_eq!(f.frames.len(), 1);
+        assert_eq!(f.context.get("header").map(String::as_str), Some("missing"));
+        // Frames that end in no exception line are not a failure.
+        let out = scan(&["  File \"a.py\", line 1, in f", "    g()"], 1, 10);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn old_rust_panics_without_a_column_and_kotlin_compiler_errors() {
+        let f = one(
+            "thread 'pty reader' panicked at 'cursor fell off grid', src/term/mod.rs:634\nnote: Run with `RUST_BACKTRACE=1` for a backtrace.\n",
+        );
+        assert_eq!(
+            f.context.get("location").map(String::as_str),
+            Some("src/term/mod.rs:634")
+        );
+        assert_eq!(f.frames[0].line, Some(634));
+        let f = one(
+            "e: java.lang.IllegalAccessError: superclass access check failed\n\tat java.base/java.lang.ClassLoader.defineClass1(Native Method)\n\tat org.jetbrains.kotlin.kapt3.base.KaptContext.<init>(KaptContext.kt:55)\n",
+        );
+        assert_eq!(
+            f.exception_type.as_deref(),
+            Some("java.lang.IllegalAccessError")
+        );
+        assert_eq!(f.frames.len(), 2);
+    }
+
+    #[test]
+    fn go_frames_of_old_runtimes_without_pc() {
+        let f = one(
+            "fatal error: concurrent map writes\n\ngoroutine 419 [running]:\nruntime.throw(0xa802e0, 0x15)\n        /usr/local/go/src/runtime/panic.go:530 +0x90 fp=0xc8260edcf0 sp=0xc8260edcd8\nktkr.us/pkg/airlift/thumb.(*Cache).getThumb.func1(0xc82018a7e0)\n        /home/u/go/src/ktkr.us/pkg/airlift/thumb/thumb.go:302 +0xdbd fp=0xc8260edf90 sp=0xc8260edd98\n",
+        );
+        assert_eq!(f.frames.len(), 2, "{:?}", f.frames);
     }
 
     #[test]
