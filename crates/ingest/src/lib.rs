@@ -59,6 +59,7 @@ mod redact;
 pub mod request;
 pub mod rerun;
 mod signature;
+pub mod similar;
 
 pub use ci::{CiFailureReport, CiParseOutput, parse_ci_report};
 pub use detect::detect;
@@ -80,6 +81,7 @@ pub use redact::{Finding, RedactionConfig, Redactor, SecretKind, is_sensitive_ke
 pub use request::{Refusal, RequestLimits};
 pub use rerun::rerun_command;
 pub use signature::{error_signature, location_signature, normalize_message, stack_signature};
+pub use similar::{GroupIndex, SimilarityConfig, StackProfile, similarity};
 
 use std::borrow::Cow;
 

@@ -44,6 +44,8 @@ fn corpus_files() -> Vec<Vec<u8>> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        // `corpus/real/` is the labelled real corpus (tests/real_corpus.rs).
+        .filter(|p| p.is_file())
         .collect();
     files.sort();
     files

@@ -1,0 +1,644 @@
+//! Similar-issue merging: the second grouping level above the exact
+//! [`GroupKey`].
+//!
+//! The exact key hashes the innermost five in-app frames, so one bug reached
+//! through another caller, printed by another version (a shifted frame, a
+//! renamed checkout directory), or pasted without its header lands in a new
+//! group. This module scores how alike two stack traces are, in the spirit of
+//! TraceSim (Vasiliev et al., 2020) and ReBucket (Dang et al., 2012):
+//!
+//! - a trace becomes a [`StackProfile`]: frame tokens innermost first
+//!   (`file name|function`, never line numbers), at most
+//!   [`MAX_PROFILE_FRAMES`], plus the exception type and masked message;
+//! - each frame weighs `position × rarity × origin`: `1 / (1 + i)^decay` for
+//!   the `i`-th frame from the top, `ln((n + 1) / (df + 1)) + 1` for a token
+//!   seen in `df` of `n` known traces ([`FrameStats`]), and
+//!   [`SimilarityConfig::library_weight`] for frames that are not in-app;
+//! - the frames are aligned in order (a weighted longest common
+//!   subsequence, each match worth the geometric mean of its two weights);
+//!   the frame score is twice the matched weight over both traces' total;
+//! - a different exception type multiplies the score by
+//!   [`SimilarityConfig::type_mismatch`]; the masked messages' word overlap
+//!   contributes [`SimilarityConfig::message_weight`].
+//!
+//! A failure joins the group of its exact key when one exists, otherwise the
+//! group holding its most similar trace when the score reaches
+//! [`SimilarityConfig::threshold`]. A [`Merge`] records the score, the
+//! matched frames and the exact key, so [`GroupIndex::unmerge`] can undo it.
+//! Pure logic: no IO, no clock; time per comparison is bounded by the
+//! profile caps (64 × 64 alignment cells), whatever the input's size.
+
+use crate::group::GroupKey;
+use crate::model::{Failure, Frame};
+use crate::signature::normalize_message;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+
+/// Frames kept per profile, innermost first.
+pub const MAX_PROFILE_FRAMES: usize = 64;
+/// Words of the masked message compared.
+const MAX_MESSAGE_WORDS: usize = 32;
+/// Members of a group a new trace is compared with (the first and the most recent).
+pub const MAX_COMPARED_MEMBERS: usize = 8;
+
+/// One frame as similarity sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameToken {
+    /// `file name|function`, or the file name alone when the frame names no function.
+    pub key: String,
+    pub in_app: bool,
+}
+
+/// What is compared of a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackProfile {
+    /// Innermost first, at most [`MAX_PROFILE_FRAMES`].
+    pub frames: Vec<FrameToken>,
+    /// The exception type without its module or package (`KeyError`, `NullPointerException`).
+    pub exception_type: Option<String>,
+    /// Words of the masked message ([`normalize_message`]), at most 32.
+    pub message_words: Vec<String>,
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+fn token(f: &Frame) -> Option<FrameToken> {
+    let file = f.file.as_deref().map(file_name).filter(|s| !s.is_empty());
+    let key = match (f.function.as_deref().filter(|s| !s.is_empty()), file) {
+        (Some(func), Some(file)) => format!("{file}|{func}"),
+        (Some(func), None) => format!("|{func}"),
+        (None, Some(file)) => file.to_owned(),
+        (None, None) => return None,
+    };
+    Some(FrameToken {
+        key,
+        in_app: f.in_app,
+    })
+}
+
+fn short_type(t: &str) -> String {
+    let t = t.trim();
+    let t = t.strip_prefix("builtins.").unwrap_or(t);
+    t.rsplit(['.', ':']).next().unwrap_or(t).to_owned()
+}
+
+impl StackProfile {
+    /// The profile of a failure: its own frames, or, when it has none (a
+    /// framework wrapper, a test failure without a trace), those of its first
+    /// cause that has some. A Rust panic's location counts as its top frame
+    /// when the backtrace does not already name that file.
+    pub fn from_failure(f: &Failure) -> Self {
+        let own: Vec<FrameToken> = f.frames.iter().rev().filter_map(token).collect();
+        let mut frames = if own.is_empty() {
+            f.causes
+                .iter()
+                .map(|c| c.frames.iter().rev().filter_map(token).collect::<Vec<_>>())
+                .find(|v| !v.is_empty())
+                .unwrap_or_default()
+        } else {
+            own
+        };
+        if let Some(loc) = f.context.get("location") {
+            let path = crate::group::split_location(loc).0;
+            let name = file_name(path);
+            if !name.is_empty() && !frames.iter().any(|t| t.key.starts_with(name)) {
+                let in_app = !path.starts_with("/rustc/") && !path.contains("/.cargo/");
+                frames.insert(
+                    0,
+                    FrameToken {
+                        key: name.to_owned(),
+                        in_app,
+                    },
+                );
+            }
+        }
+        frames.truncate(MAX_PROFILE_FRAMES);
+        let message_words = normalize_message(crate::input::truncate_str(&f.message, 2048))
+            .split(|c: char| !c.is_alphanumeric() && c != '<' && c != '>' && c != '_')
+            .filter(|w| !w.is_empty())
+            .take(MAX_MESSAGE_WORDS)
+            .map(str::to_owned)
+            .collect();
+        StackProfile {
+            frames,
+            exception_type: f.exception_type.as_deref().map(short_type),
+            message_words,
+        }
+    }
+}
+
+/// How many known traces contain each frame token: rare frames say more.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameStats {
+    traces: u32,
+    df: HashMap<String, u32>,
+}
+
+impl FrameStats {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts a trace's distinct tokens.
+    pub fn add(&mut self, p: &StackProfile) {
+        self.traces = self.traces.saturating_add(1);
+        let distinct: BTreeSet<&str> = p.frames.iter().map(|t| t.key.as_str()).collect();
+        for k in distinct {
+            let n = self.df.entry(k.to_owned()).or_insert(0);
+            *n = n.saturating_add(1);
+        }
+    }
+
+    /// `ln((n + 1) / (df + 1)) + 1`: 1 for a token in every trace, more for rarer ones.
+    pub fn rarity(&self, key: &str) -> f64 {
+        let n = f64::from(self.traces);
+        let df = f64::from(self.df.get(key).copied().unwrap_or(0));
+        ((n + 1.0) / (df + 1.0)).ln().max(0.0) + 1.0
+    }
+}
+
+/// The knobs of the score and the merge threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SimilarityConfig {
+    /// Exponent of the position weight `1 / (1 + i)^decay` (0 = all frames equal).
+    pub position_decay: f64,
+    /// Weight factor of frames that are not in-app.
+    pub library_weight: f64,
+    /// Score factor when both exception types are known and differ.
+    pub type_mismatch: f64,
+    /// Share of the score given to the masked messages' word overlap.
+    pub message_weight: f64,
+    /// A trace joins the most similar group at this score or above.
+    pub threshold: f64,
+}
+
+/// The threshold chosen on the labelled real corpus (docs/ingest.md,
+/// `cargo bench -p tracelab-ingest --bench real_grouping`).
+pub const DEFAULT_THRESHOLD: f64 = 0.59;
+
+impl Default for SimilarityConfig {
+    fn default() -> Self {
+        Self {
+            position_decay: 0.75,
+            library_weight: 0.3,
+            type_mismatch: 0.5,
+            message_weight: 0.3,
+            threshold: DEFAULT_THRESHOLD,
+        }
+    }
+}
+
+/// Two frames the alignment matched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatchedFrame {
+    pub key: String,
+    /// Positions from the top (0 = innermost) in the first and the second trace.
+    pub position_a: usize,
+    pub position_b: usize,
+}
+
+/// How alike two traces are, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Similarity {
+    /// The combined score in [0, 1].
+    pub score: f64,
+    /// The frame alignment alone.
+    pub frame_score: f64,
+    /// The masked messages' word overlap (Jaccard).
+    pub message_score: f64,
+    pub same_type: bool,
+    /// Matched frames, innermost first.
+    pub matched: Vec<MatchedFrame>,
+}
+
+fn weights(p: &StackProfile, stats: &FrameStats, cfg: &SimilarityConfig) -> Vec<f64> {
+    p.frames
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let pos = (1.0 + i as f64).powf(-cfg.position_decay.max(0.0));
+            let origin = if t.in_app { 1.0 } else { cfg.library_weight };
+            pos * stats.rarity(&t.key) * origin
+        })
+        .collect()
+}
+
+fn jaccard(a: &[String], b: &[String]) -> f64 {
+    let a: BTreeSet<&str> = a.iter().map(String::as_str).collect();
+    let b: BTreeSet<&str> = b.iter().map(String::as_str).collect();
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let inter = a.intersection(&b).count() as f64;
+    let union = a.union(&b).count() as f64;
+    inter / union
+}
+
+/// Scores two profiles. A profile without frames scores 0 against anything:
+/// without a stack there is nothing to merge on beyond the exact key.
+pub fn similarity(
+    a: &StackProfile,
+    b: &StackProfile,
+    stats: &FrameStats,
+    cfg: &SimilarityConfig,
+) -> Similarity {
+    let fa = &a.frames[..a.frames.len().min(MAX_PROFILE_FRAMES)];
+    let fb = &b.frames[..b.frames.len().min(MAX_PROFILE_FRAMES)];
+    let same_type = match (&a.exception_type, &b.exception_type) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    };
+    let message_score = jaccard(&a.message_words, &b.message_words);
+    if fa.is_empty() || fb.is_empty() {
+        return Similarity {
+            score: 0.0,
+            frame_score: 0.0,
+            message_score,
+            same_type,
+            matched: Vec::new(),
+        };
+    }
+    let wa = weights(a, stats, cfg);
+    let wb = weights(b, stats, cfg);
+    let (n, m) = (fa.len(), fb.len());
+    // dp[i][j]: best matched weight of fa[..i] and fb[..j].
+    let mut dp = vec![0.0f64; (n + 1) * (m + 1)];
+    let at = |i: usize, j: usize| i * (m + 1) + j;
+    for i in 1..=n {
+        for j in 1..=m {
+            let mut best = dp[at(i - 1, j)].max(dp[at(i, j - 1)]);
+            if fa[i - 1].key == fb[j - 1].key {
+                best = best.max(dp[at(i - 1, j - 1)] + (wa[i - 1] * wb[j - 1]).sqrt());
+            }
+            dp[at(i, j)] = best;
+        }
+    }
+    let mut matched = Vec::new();
+    let (mut i, mut j) = (n, m);
+    while i > 0 && j > 0 {
+        if fa[i - 1].key == fb[j - 1].key
+            && (dp[at(i, j)] - (dp[at(i - 1, j - 1)] + (wa[i - 1] * wb[j - 1]).sqrt())).abs()
+                < 1e-12
+        {
+            matched.push(MatchedFrame {
+                key: fa[i - 1].key.clone(),
+                position_a: i - 1,
+                position_b: j - 1,
+            });
+            i -= 1;
+            j -= 1;
+        } else if dp[at(i - 1, j)] >= dp[at(i, j - 1)] {
+            i -= 1;
+        } else {
+            j -= 1;
+        }
+    }
+    matched.reverse();
+    let total: f64 = wa.iter().sum::<f64>() + wb.iter().sum::<f64>();
+    let frame_score = if total > 0.0 {
+        (2.0 * dp[at(n, m)] / total).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let mw = cfg.message_weight.clamp(0.0, 1.0);
+    let mut score = (1.0 - mw) * frame_score + mw * message_score * frame_score.min(1.0).sqrt();
+    if !same_type {
+        score *= cfg.type_mismatch.clamp(0.0, 1.0);
+    }
+    Similarity {
+        score: score.clamp(0.0, 1.0),
+        frame_score,
+        message_score,
+        same_type,
+        matched,
+    }
+}
+
+/// Why a trace is in the group it is in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum Join {
+    /// A new group of its own.
+    New,
+    /// The group already holds a trace with the same exact key.
+    Exact,
+    /// Merged by similarity with `nearest` (a member's label).
+    Similar {
+        score: f64,
+        nearest: String,
+        matched: Vec<MatchedFrame>,
+    },
+}
+
+/// Where a failure goes (or would go).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// The group's id: the exact key of its first member.
+    pub group: GroupKey,
+    /// The failure's own exact key, kept so a merge can be undone.
+    pub exact_key: GroupKey,
+    #[serde(flatten)]
+    pub join: Join,
+}
+
+/// One trace in a group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    pub key: GroupKey,
+    /// The caller's name for it (a file, an evidence id).
+    pub label: String,
+    pub profile: StackProfile,
+    /// Set when the member joined by similarity: the undo record.
+    pub merge: Option<Merge>,
+}
+
+/// The record of a similarity merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Merge {
+    pub score: f64,
+    pub nearest: String,
+    pub matched: Vec<MatchedFrame>,
+}
+
+/// A group: traces of one exact key or more, merged by similarity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimilarGroup {
+    pub id: GroupKey,
+    pub members: Vec<Member>,
+}
+
+/// The groups known so far and the frame statistics they give.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupIndex {
+    pub config: SimilarityConfig,
+    stats: FrameStats,
+    groups: Vec<SimilarGroup>,
+}
+
+impl GroupIndex {
+    pub fn new(config: SimilarityConfig) -> Self {
+        Self {
+            config,
+            stats: FrameStats::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    pub fn groups(&self) -> &[SimilarGroup] {
+        &self.groups
+    }
+
+    pub fn stats(&self) -> &FrameStats {
+        &self.stats
+    }
+
+    /// Where `f` would go, without adding it.
+    pub fn nearest(&self, f: &Failure) -> Assignment {
+        let key = f.group_key();
+        self.place(&key, &StackProfile::from_failure(f)).0
+    }
+
+    fn place(&self, key: &GroupKey, profile: &StackProfile) -> (Assignment, Option<usize>) {
+        if let Some(g) = self
+            .groups
+            .iter()
+            .position(|g| g.members.iter().any(|m| &m.key == key))
+        {
+            let a = Assignment {
+                group: self.groups[g].id.clone(),
+                exact_key: key.clone(),
+                join: Join::Exact,
+            };
+            return (a, Some(g));
+        }
+        let mut best: Option<(usize, usize, Similarity)> = None;
+        for (gi, g) in self.groups.iter().enumerate() {
+            let n = g.members.len();
+            // The first member and the most recent ones: bounded work per group.
+            let recent = n.saturating_sub(MAX_COMPARED_MEMBERS - 1).max(1);
+            for mi in std::iter::once(0).chain(recent..n) {
+                let s = similarity(profile, &g.members[mi].profile, &self.stats, &self.config);
+                if best.as_ref().is_none_or(|(_, _, b)| s.score > b.score) {
+                    best = Some((gi, mi, s));
+                }
+            }
+        }
+        match best {
+            Some((gi, mi, s)) if s.score >= self.config.threshold && s.score > 0.0 => {
+                let g = &self.groups[gi];
+                let a = Assignment {
+                    group: g.id.clone(),
+                    exact_key: key.clone(),
+                    join: Join::Similar {
+                        score: s.score,
+                        nearest: g.members[mi].label.clone(),
+                        matched: s.matched,
+                    },
+                };
+                (a, Some(gi))
+            }
+            _ => (
+                Assignment {
+                    group: key.clone(),
+                    exact_key: key.clone(),
+                    join: Join::New,
+                },
+                None,
+            ),
+        }
+    }
+
+    /// Files `f` under its group (exact, similar or new) and returns why.
+    pub fn insert(&mut self, f: &Failure, label: &str) -> Assignment {
+        self.insert_profile(f.group_key(), StackProfile::from_failure(f), label)
+    }
+
+    /// [`insert`](Self::insert) for a profile already built.
+    pub fn insert_profile(
+        &mut self,
+        key: GroupKey,
+        profile: StackProfile,
+        label: &str,
+    ) -> Assignment {
+        self.stats.add(&profile);
+        let (a, at) = self.place(&key, &profile);
+        let merge = match &a.join {
+            Join::Similar {
+                score,
+                nearest,
+                matched,
+            } => Some(Merge {
+                score: *score,
+                nearest: nearest.clone(),
+                matched: matched.clone(),
+            }),
+            _ => None,
+        };
+        let member = Member {
+            key: key.clone(),
+            label: label.to_owned(),
+            profile,
+            merge,
+        };
+        match at {
+            Some(g) => self.groups[g].members.push(member),
+            None => self.groups.push(SimilarGroup {
+                id: key,
+                members: vec![member],
+            }),
+        }
+        a
+    }
+
+    /// Undoes the merges of every member with exact key `key`: they leave
+    /// their group and form one of their own. Returns how many moved.
+    pub fn unmerge(&mut self, key: &GroupKey) -> usize {
+        let mut moved = Vec::new();
+        for g in &mut self.groups {
+            if &g.id == key {
+                continue;
+            }
+            let (out, keep): (Vec<Member>, Vec<Member>) = std::mem::take(&mut g.members)
+                .into_iter()
+                .partition(|m| &m.key == key);
+            g.members = keep;
+            moved.extend(out);
+        }
+        self.groups.retain(|g| !g.members.is_empty());
+        let n = moved.len();
+        if n > 0 {
+            for m in &mut moved {
+                m.merge = None;
+            }
+            self.groups.push(SimilarGroup {
+                id: key.clone(),
+                members: moved,
+            });
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fr(file: &str, func: &str, in_app: bool) -> Frame {
+        Frame {
+            file: Some(file.into()),
+            function: Some(func.into()),
+            line: Some(1),
+            in_app,
+        }
+    }
+
+    fn failure(ty: &str, msg: &str, frames: Vec<Frame>) -> Failure {
+        let mut f = Failure::new(crate::FailureKind::Exception, crate::Language::Python);
+        f.exception_type = Some(ty.into());
+        f.message = msg.into();
+        f.frames = frames;
+        f.stack_signature = crate::stack_signature(&f.frames, 5);
+        f.error_signature = crate::error_signature(f.exception_type.as_deref(), &f.message);
+        f
+    }
+
+    #[test]
+    fn identical_traces_score_one_and_a_shifted_caller_still_matches() {
+        let stats = FrameStats::new();
+        let cfg = SimilarityConfig::default();
+        let a = failure(
+            "KeyError",
+            "'email'",
+            vec![
+                fr("app/main.py", "main", true),
+                fr("app/api.py", "handle", true),
+                fr("app/orders.py", "checkout", true),
+            ],
+        );
+        let pa = StackProfile::from_failure(&a);
+        let s = similarity(&pa, &pa, &stats, &cfg);
+        assert!((s.score - 1.0).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.matched.len(), 3);
+        // Another outer caller: the innermost frames still carry most weight.
+        let b = failure(
+            "KeyError",
+            "'email'",
+            vec![
+                fr("app/cli.py", "run", true),
+                fr("app/api.py", "handle", true),
+                fr("app/orders.py", "checkout", true),
+            ],
+        );
+        let s = similarity(&pa, &StackProfile::from_failure(&b), &stats, &cfg);
+        assert!(s.score > 0.7 && s.score < 1.0, "{s:?}");
+        assert_eq!(s.matched[0].key, "orders.py|checkout");
+    }
+
+    #[test]
+    fn another_innermost_function_or_type_lowers_the_score() {
+        let stats = FrameStats::new();
+        let cfg = SimilarityConfig::default();
+        let outer = |inner: &str| {
+            vec![
+                fr("app/main.py", "main", true),
+                fr("app/api.py", "handle", true),
+                fr("app/orders.py", inner, true),
+            ]
+        };
+        let a = StackProfile::from_failure(&failure("KeyError", "x", outer("checkout")));
+        let b = StackProfile::from_failure(&failure("KeyError", "x", outer("refund")));
+        let c = StackProfile::from_failure(&failure("TypeError", "x", outer("checkout")));
+        let ab = similarity(&a, &b, &stats, &cfg).score;
+        let ac = similarity(&a, &c, &stats, &cfg).score;
+        assert!(ab < cfg.threshold, "{ab}");
+        assert!(ac < cfg.threshold, "{ac}");
+        let empty = StackProfile::from_failure(&failure("KeyError", "x", Vec::new()));
+        assert_eq!(similarity(&a, &empty, &stats, &cfg).score, 0.0);
+    }
+
+    #[test]
+    fn frequent_frames_weigh_less() {
+        let mut stats = FrameStats::new();
+        let common =
+            StackProfile::from_failure(&failure("E", "", vec![fr("lib/loop.py", "run", true)]));
+        for _ in 0..50 {
+            stats.add(&common);
+        }
+        assert!(stats.rarity("loop.py|run") < stats.rarity("never.py|seen"));
+        assert!((stats.rarity("loop.py|run") - 1.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn merges_are_recorded_and_can_be_undone() {
+        let mut index = GroupIndex::new(SimilarityConfig::default());
+        let frames = |extra: &str| {
+            vec![
+                fr(extra, "main", true),
+                fr("app/api.py", "handle", true),
+                fr("app/orders.py", "checkout", true),
+            ]
+        };
+        let a = failure("KeyError", "'email'", frames("app/main.py"));
+        let b = failure("KeyError", "'email'", frames("app/worker.py"));
+        assert_ne!(a.group_key(), b.group_key());
+        assert_eq!(index.insert(&a, "a").join, Join::New);
+        assert_eq!(index.insert(&a, "a2").join, Join::Exact);
+        let joined = index.insert(&b, "b");
+        let Join::Similar { score, matched, .. } = &joined.join else {
+            panic!("expected a similarity merge: {joined:?}");
+        };
+        assert!(*score >= index.config.threshold);
+        assert!(!matched.is_empty());
+        assert_eq!(joined.group, a.group_key());
+        assert_eq!(joined.exact_key, b.group_key());
+        assert_eq!(index.groups().len(), 1);
+        assert_eq!(index.unmerge(&b.group_key()), 1);
+        assert_eq!(index.groups().len(), 2);
+        assert!(index.groups()[1].members[0].merge.is_none());
+        // Nothing left to undo.
+        assert_eq!(index.unmerge(&b.group_key()), 0);
+    }
+}

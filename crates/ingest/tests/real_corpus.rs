@@ -1,0 +1,108 @@
+//! The labelled corpus of real traces (`tests/corpus/real/`): every file the
+//! parsers should read yields a failure with frames, the labels are
+//! consistent, and similar-issue merging finds more duplicates than the exact
+//! key without merging different bugs (measured numbers: docs/benchmarks/ingest.md).
+
+mod support;
+
+use support::real_corpus;
+
+/// Real inputs no parser reads yet (docs/ingest.md, "Known gaps").
+const KNOWN_GAPS: &[&str] = &[
+    "rust/ra_9639.txt",                  // indented panic, location on the next line
+    "javascript/vendure_template_5.txt", // frames without their `Error:` line
+    "javascript/scratch_gui_9026.txt",   // `Error:` glued to a progress line
+    "go/go_critic_1210.txt",             // indented panic
+    "go/lima_739.txt",                   // indented panic in a CI annotation
+    "go/fleet_server_1243.txt",          // indented panic
+    "kotlin/supabase_sample_5.txt",      // `error message: ` before the exception
+    "python/osintgram_566.txt",          // a frame with its source line unindented
+    "go/k9s_1654.txt",                   // goroutine dump behind a log prefix
+    "go/k9s_806.txt",                    // goroutine dump behind a log prefix
+    "java/intentional_walk_163.txt",     // a Markdown quote (`> `) on every line
+    "javascript/vuegg_45.txt",           // `Module build failed: Error:` prefix
+    "javascript/react_cordova_29.txt",   // `Module build failed: Error:` prefix
+];
+
+#[test]
+fn every_readable_trace_yields_a_failure_with_frames() {
+    let c = real_corpus::load();
+    assert!(c.items.len() >= 100, "{}", c.items.len());
+    let mut unread = Vec::new();
+    for item in &c.items {
+        let gap = KNOWN_GAPS.contains(&item.file.as_str());
+        match (&item.failure, gap) {
+            (Some(f), false) => assert!(
+                !f.frames.is_empty() || f.context.contains_key("location"),
+                "{}: a failure without frames or location",
+                item.file
+            ),
+            (None, false) => unread.push(item.file.clone()),
+            (Some(_), true) => panic!("{} is read now: remove it from KNOWN_GAPS", item.file),
+            (None, true) => {}
+        }
+    }
+    assert!(unread.is_empty(), "no failure found in {unread:?}");
+}
+
+#[test]
+fn labels_are_consistent() {
+    let c = real_corpus::load();
+    let groups: std::collections::BTreeSet<&str> =
+        c.items.iter().map(|i| i.group.as_str()).collect();
+    for (a, b) in &c.near_misses {
+        assert!(
+            groups.contains(a.as_str()) && groups.contains(b.as_str()),
+            "{a} / {b}"
+        );
+        assert_ne!(a, b);
+    }
+    for i in &c.items {
+        assert!(i.source.starts_with("https://github.com/"), "{}", i.file);
+    }
+}
+
+#[test]
+fn similar_merging_finds_more_duplicates_than_the_exact_key() {
+    let c = real_corpus::load();
+    let r = real_corpus::report(&c);
+    assert!(
+        r.similar.overall.recall() > r.exact.overall.recall() + 0.2,
+        "recall: similar {} exact {}",
+        r.similar.overall.recall(),
+        r.exact.overall.recall()
+    );
+    assert!(
+        r.similar.overall.precision() >= 0.9,
+        "{}",
+        r.similar.overall.precision()
+    );
+    assert!(
+        r.similar.near_kept * 100 >= r.similar.near_total * 80,
+        "near misses kept apart: {} / {}",
+        r.similar.near_kept,
+        r.similar.near_total
+    );
+}
+
+#[test]
+#[ignore = "prints the evaluation; cargo bench --bench real_grouping prints it in release"]
+fn print_report() {
+    let c = real_corpus::load();
+    let r = real_corpus::report(&c);
+    for (n, e) in [
+        ("exact", &r.exact),
+        ("naive", &r.naive),
+        ("similar", &r.similar),
+        ("index", &r.index),
+    ] {
+        println!(
+            "{n}: P {:.3} R {:.3} near {}/{}",
+            e.overall.precision(),
+            e.overall.recall(),
+            e.near_kept,
+            e.near_total
+        );
+    }
+    println!("folds {:?} full {}", r.fold_thresholds, r.full_threshold);
+}
