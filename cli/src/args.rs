@@ -133,6 +133,9 @@ pub struct ParseArgs {
     /// A file holding the key for redaction pseudonyms (default: the public development key).
     #[arg(long, value_name = "FILE")]
     pub redaction_key_file: Option<PathBuf>,
+    /// A directory of earlier evidence (one file each, any format `parse` reads): print the group each failure would join, by exact key or similarity, with the score.
+    #[arg(long, value_name = "DIR")]
+    pub group_against: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -33,6 +33,10 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot read {}", args.input))?
     };
     let output = tracelab_ingest::parse(&input.bytes, &options);
+    let index = match &args.group_against {
+        Some(dir) => Some(group_index(dir, &options)?),
+        None => None,
+    };
     let mut stdout = std::io::stdout().lock();
     for failure in &output.failures {
         match args.format {
@@ -42,6 +46,12 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
                 let mut value = serde_json::to_value(failure)?;
                 if let Some(object) = value.as_object_mut() {
                     object.insert("group_key".into(), failure.group_key().to_string().into());
+                    if let Some(index) = &index {
+                        object.insert(
+                            "similar_group".into(),
+                            serde_json::to_value(index.nearest(failure))?,
+                        );
+                    }
                 }
                 writeln!(stdout, "{}", serde_json::to_string(&value)?)?
             }
@@ -73,7 +83,10 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
                     failure.message.lines().next().unwrap_or(""),
                     failure.stack_signature.as_deref().unwrap_or("-"),
                     failure.error_signature
-                )?
+                )?;
+                if let Some(index) = &index {
+                    writeln!(stdout, "  {}", describe(&index.nearest(failure)))?;
+                }
             }
         }
     }
@@ -89,4 +102,58 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
         eprintln!("no failure found ({:?} input)", output.format);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--group-against DIR`: every file in DIR (sorted by name, not recursive)
+/// parsed like the input and filed into a similar-issue index in that order.
+fn group_index(
+    dir: &std::path::Path,
+    options: &ParseOptions,
+) -> anyhow::Result<tracelab_ingest::GroupIndex> {
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    paths.sort();
+    let mut index = tracelab_ingest::GroupIndex::new(tracelab_ingest::SimilarityConfig::default());
+    for path in paths {
+        let file = std::fs::File::open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let input = tracelab_ingest::read_bounded(file, &options.limits)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let parsed = tracelab_ingest::parse(&input.bytes, options);
+        let several = parsed.failures.len() > 1;
+        for (n, f) in parsed.failures.iter().enumerate() {
+            let label = if several {
+                format!("{name}#{}", n + 1)
+            } else {
+                name.clone()
+            };
+            index.insert(f, &label);
+        }
+    }
+    Ok(index)
+}
+
+/// One line for the Markdown output.
+fn describe(a: &tracelab_ingest::similar::Assignment) -> String {
+    use tracelab_ingest::similar::Join;
+    match &a.join {
+        Join::New => format!("group {} (new: nothing similar in the directory)", a.group),
+        Join::Exact => format!("group {} (same exact key)", a.group),
+        Join::Similar {
+            score,
+            nearest,
+            matched,
+        } => format!(
+            "group {} (similar to {nearest}, score {score:.2}, {} frames matched)",
+            a.group,
+            matched.len()
+        ),
+    }
 }
