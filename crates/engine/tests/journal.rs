@@ -37,6 +37,7 @@ async fn attempt(
     s: &scenarios::Scenario,
     id: &InvestigationId,
     journal: Arc<dyn ProbeJournal>,
+    good: Option<&str>,
 ) -> Option<String> {
     let config = EngineConfig {
         parallelism: 2,
@@ -46,7 +47,7 @@ async fn attempt(
     let request = InvestigateRequest {
         repo: s.repo.path().to_path_buf(),
         test_command: s.test_command.clone(),
-        good: None,
+        good: good.map(str::to_string),
         bad: None,
         issue_id: Some("J-1".into()),
     };
@@ -55,6 +56,7 @@ async fn attempt(
         allowlist: config.allowlist.clone(),
     }));
     let prepared = prepare(&config, &request).await.unwrap();
+    let good = prepared.good.clone();
     let session = Session::open(
         id.clone(),
         request.issue_id.clone(),
@@ -68,20 +70,32 @@ async fn attempt(
     .await
     .unwrap();
     let reproduction = reproduce(&session.ctx).await.unwrap();
-    let (_, proposal) = propose(&session.ctx, reproduction, None).await.unwrap();
+    let (_, proposal) = propose(&session.ctx, reproduction, good).await.unwrap();
     session.close(None).await;
     proposal.revert.map(|r| r.culprit)
 }
 
 #[tokio::test]
 async fn a_second_attempt_does_not_probe_again_what_the_first_journaled() {
+    resumes(false).await;
+}
+
+/// With `--good`, no good revision is looked for: the search's own rounds
+/// are journaled and resumed.
+#[tokio::test]
+async fn with_a_given_good_revision_the_search_rounds_resume_too() {
+    resumes(true).await;
+}
+
+async fn resumes(given_good: bool) {
     let side = tempfile::tempdir().unwrap();
     let log = side.path().join("runs.log");
     let s = scenarios::linear_regression_logged(24, 9, 0.0, &log);
     let journal = Arc::new(MemoryJournal::default());
     let id = InvestigationId::generate();
 
-    let first = attempt(&s, &id, journal.clone()).await;
+    let good = given_good.then_some(s.root.as_str());
+    let first = attempt(&s, &id, journal.clone(), good).await;
     assert_eq!(first, s.culprit);
     let first_runs = probe_runs(&log, &s.head);
     let journaled = journal.load(&id).await.unwrap();
@@ -96,7 +110,7 @@ async fn a_second_attempt_does_not_probe_again_what_the_first_journaled() {
     );
 
     std::fs::write(&log, "").unwrap();
-    let second = attempt(&s, &id, journal.clone()).await;
+    let second = attempt(&s, &id, journal.clone(), good).await;
     assert_eq!(
         second, s.culprit,
         "the resumed search names the same culprit"
@@ -119,7 +133,7 @@ async fn a_second_attempt_does_not_probe_again_what_the_first_journaled() {
 
     // Another investigation of the same repository starts from nothing.
     std::fs::write(&log, "").unwrap();
-    let other = attempt(&s, &InvestigationId::generate(), journal).await;
+    let other = attempt(&s, &InvestigationId::generate(), journal, good).await;
     assert_eq!(other, s.culprit);
     assert_eq!(probe_runs(&log, &s.head).len(), first_runs.len());
 }

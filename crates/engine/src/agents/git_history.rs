@@ -448,6 +448,17 @@ pub async fn find_culprit(
         .collect();
     summary.candidates = commits.len();
     let mut search = CulpritSearch::new(&parents)?;
+    // What an earlier process of this investigation judged (the journal)
+    // counts as known under the seed's rule.
+    let journal = ctx
+        .journal
+        .as_ref()
+        .filter(|_| model.background_rate.is_none());
+    if let Some(journal) = journal {
+        for (rev, report) in journal.reusable(model.oracle()) {
+            known.entry(rev).or_insert(report);
+        }
+    }
     for (rev, report) in &known {
         if let Some(&i) = index.get(rev.as_str())
             && report.result != ProbeResult::Good
@@ -478,6 +489,11 @@ pub async fn find_culprit(
             revisions.len()
         ));
         let reports = probe_all(ctx, &revisions, model).await?;
+        if let Some(journal) = journal {
+            for (revision, report) in revisions.iter().zip(&reports) {
+                journal.record(revision, model.oracle(), *report).await;
+            }
+        }
         let mut contradiction = None;
         for ((&i, rev), report) in probes.iter().zip(&revisions).zip(&reports) {
             known.insert(rev.clone(), *report);
