@@ -28,6 +28,7 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-dashboard"
         | "tracelab-codehost"
         | "tracelab-experience"
+        | "tracelab-llm"
         | "tracelab-fleet" => Library,
         "tracelab-investigator"
         | "tracelab-verifier"
@@ -82,6 +83,11 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     // the oracle's test-path rule come from the domain; mining's IO is the CLI's.
     ("tracelab-experience", &["tracelab-domain"]),
     ("tracelab-repair", &["tracelab-domain", "tracelab-syntax"]),
+    // The LLM patch agent's chat client (#12) implements the domain's
+    // `ChatModel` port and runs ingest's redactor over every message it
+    // sends: the engine, which builds the prompts, may not depend on ingest,
+    // and the client is the one place every prompt passes.
+    ("tracelab-llm", &["tracelab-domain", "tracelab-ingest"]),
     (
         "tracelab-index-client",
         &["tracelab-domain", "tracelab-code-index", "tracelab-proto"],

@@ -129,3 +129,47 @@ pub trait HandOffStore: Send + Sync {
         error: &str,
     ) -> Result<()>;
 }
+
+/// One message of a chat-completions conversation (`system`, `user`,
+/// `assistant`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// One request to a chat model: the conversation and its limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    /// Tokens the reply may use at most.
+    pub max_tokens: u32,
+    /// Wall time for the whole request, connection to last byte.
+    pub timeout: Duration,
+}
+
+/// A chat model's reply, with what the experiment stores about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatReply {
+    pub content: String,
+    /// The model that answered (the server's name for it, else the configured one).
+    pub model: String,
+    /// SHA-256 (hex) of the messages as sent, after redaction.
+    pub prompt_sha256: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// The reply stopped at `max_tokens` (or the server's own limit).
+    pub truncated: bool,
+}
+
+/// A chat-completions model (the LLM patch agent's, #12). Implementations
+/// redact every message before it leaves the process and keep their
+/// credentials out of errors and `Debug`. Errors: Unavailable (server down,
+/// 5xx, 429), Timeout, PermissionDenied (the key was refused), Internal (a
+/// reply that is not a chat completion).
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync + std::fmt::Debug {
+    /// The configured model name.
+    fn model(&self) -> &str;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply>;
+}
