@@ -11,6 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
+use tracelab_domain::oracle::is_test_path;
 
 /// Why a hunk is linked to a problem, strongest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -32,6 +33,13 @@ impl Evidence {
     /// Evidence about the hunk itself, not only its file or its neighbours.
     pub fn is_direct(self) -> bool {
         matches!(self, Evidence::Frame | Evidence::Symbol | Evidence::Message)
+    }
+
+    /// Evidence that points at the code itself (a line on the failing
+    /// path, a function the failure names), not at words it shares with
+    /// the message.
+    pub fn is_strong(self) -> bool {
+        matches!(self, Evidence::Frame | Evidence::Symbol)
     }
 }
 
@@ -88,6 +96,23 @@ struct Named {
     tokens: BTreeSet<String>,
     /// Files named anywhere.
     paths: BTreeSet<String>,
+    /// Modules the failing test is named after (`test_recipes` → `recipes`):
+    /// the source under test.
+    tested: BTreeSet<String>,
+}
+
+/// The modules a test id names through its test files or modules
+/// (`tests.test_recipes.TailTests.test_x`, `tests/test_more.py::t`).
+fn tested_modules(test: &str) -> BTreeSet<String> {
+    test.split(['.', '/', ':'])
+        .filter_map(|part| {
+            part.strip_prefix("test_")
+                .or_else(|| part.strip_suffix("_test"))
+                .filter(|m| !m.is_empty() && part != "test_py")
+        })
+        .filter(|m| !m.starts_with(char::is_uppercase))
+        .map(str::to_string)
+        .collect()
 }
 
 fn named(problem: &Problem) -> Named {
@@ -99,6 +124,11 @@ fn named(problem: &Problem) -> Named {
             .filter(|f| f != "<module>")
             .collect(),
         paths: problem.files.clone(),
+        tested: problem
+            .test
+            .as_deref()
+            .map(tested_modules)
+            .unwrap_or_default(),
         ..Default::default()
     };
     for m in PATH.find_iter(message) {
@@ -119,12 +149,16 @@ fn named(problem: &Problem) -> Named {
     chosen.extend(lines.last());
     for line in chosen {
         for q in QUOTED.captures_iter(line) {
-            let name = q[1].rsplit('.').next().unwrap_or(&q[1]);
-            if name.len() >= 3 {
-                n.tokens.insert(name.to_string());
+            let quoted = &q[1];
+            if quoted.contains('.') && !quoted.contains(' ') && PATH.find(quoted).is_none() {
+                // A dotted module (`pkg.recipes`) names a file, not code in it.
+                n.paths.insert(format!("{}.py", quoted.replace('.', "/")));
+            } else if quoted.len() >= 3 {
+                n.tokens.insert(quoted.to_string());
             }
         }
-        let without_paths = PATH.replace_all(line, " ");
+        let bare = QUOTED.replace_all(line, " ");
+        let without_paths = PATH.replace_all(&bare, " ");
         n.tokens.extend(text::identifiers(&without_paths));
     }
     for t in &problem.error_types {
@@ -152,6 +186,10 @@ fn evidence(hunk: &NetHunk, frames: &[(String, u32)], named: &Named) -> Option<E
         return Some(Evidence::Message);
     }
     if named.paths.iter().any(|p| text::names_path(p, &hunk.path)) {
+        return Some(Evidence::File);
+    }
+    let under_test = text::module_name(&hunk.path).is_some_and(|m| named.tested.contains(m));
+    if under_test && !is_test_path(&hunk.path) {
         return Some(Evidence::File);
     }
     None
@@ -281,6 +319,39 @@ mod tests {
         assert_eq!(view.link(1, 3), Some(Evidence::Message));
         assert_eq!(view.hunks_of(0), BTreeSet::from([0, 1]));
         assert!(!view.hunks_of(1).contains(&4) && !view.hunks_of(0).contains(&4));
+    }
+
+    #[test]
+    fn the_source_a_failing_test_is_named_after_is_its_file() {
+        assert_eq!(
+            tested_modules("tests.test_recipes.TailTests.test_sized"),
+            BTreeSet::from(["recipes".to_string(), "sized".to_string()])
+        );
+        assert_eq!(
+            tested_modules("tests/test_more.py::FirstTests::test_x"),
+            BTreeSet::from(["more".to_string(), "x".to_string()])
+        );
+        let net = [
+            diff(
+                "pkg/recipes.py",
+                "def tail(n, it):",
+                &["    x = 1"],
+                &["    x = 2"],
+            ),
+            diff("docs/index.rst", "", &["Old"], &["New title"]),
+        ]
+        .concat();
+        let hunks = split(&net).unwrap().hunks;
+        let mut p = problem(
+            "ci/unit: t",
+            &["AssertionError"],
+            "AssertionError: 1 != 2",
+            &[],
+        );
+        p.test = Some("tests.test_recipes.TailTests.test_sized".into());
+        let view = endpoint_view(&hunks, &[p], &[vec![]], &PathRelations);
+        assert_eq!(view.link(0, 0), Some(Evidence::File));
+        assert_eq!(view.link(0, 1), None);
     }
 
     #[test]

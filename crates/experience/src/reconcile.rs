@@ -10,12 +10,13 @@
 //!   **distinct** (unrelated work that landed in the repairing commit);
 //! - only in D, when E is empty or shares nothing with D: kept (CI saw the
 //!   problem disappear with it) unless the endpoint attributes it directly
-//!   to another problem that disappeared with it too;
+//!   to a problem of another check that disappeared with it too;
 //! - only in E, introduced after p: dropped as **conflicting** (CI saw the
 //!   problem pass without it);
-//! - only in E, present before p: kept as **complementary** with direct
-//!   evidence (a frame, symbol or message) or a dependency on a kept hunk,
-//!   else dropped as **distinct**.
+//! - only in E, present before p: kept as **complementary** with strong
+//!   evidence (a frame or a symbol the failure names) or a dependency on a
+//!   kept hunk, else dropped as **distinct** (words shared with the message
+//!   or the file alone are not enough).
 
 use crate::development::DevelopmentView;
 use crate::endpoint::{EndpointView, Evidence};
@@ -78,11 +79,16 @@ pub struct Views<'a> {
 }
 
 impl Views<'_> {
-    /// The endpoint links `hunk` directly to another problem whose window
-    /// also holds it: it is that problem's repair.
+    /// The endpoint links `hunk` directly to a problem of another check
+    /// whose window also holds it: it is that problem's repair. (Failures
+    /// of one check that disappear together — several tests broken by one
+    /// bug — share their repair.)
     fn explained_elsewhere(&self, problem: usize, hunk: usize) -> bool {
+        let p = &self.problems[problem];
         (0..self.problems.len()).any(|q| {
+            let other = &self.problems[q];
             q != problem
+                && (other.job != p.job || other.step != p.step)
                 && self.development.attribution[q].contains(&hunk)
                 && self.endpoint.link(q, hunk).is_some_and(|e| e.is_direct())
                 && !self
@@ -197,7 +203,7 @@ pub fn reconcile_problem(views: &Views<'_>, problem: usize) -> ProblemAttributio
                 false,
                 "no change survived the commits where the problem disappeared".to_string(),
             ),
-            _ if evidence.is_some_and(|e| e.is_direct()) && !shared.is_empty() => (
+            _ if evidence.is_some_and(|e| e.is_strong()) && !shared.is_empty() => (
                 Outcome::Complementary,
                 true,
                 "made earlier, named by the failure".to_string(),
@@ -437,7 +443,9 @@ mod tests {
     fn a_repair_of_another_problem_in_the_same_commit_is_not_taken() {
         // Problem 0 (config) names nothing; problem 1 names fast_pairs.
         // Both disappeared at r2, where hunks 0 and 4 landed.
-        let problems = [problem("config", 1, 2), problem("import", 1, 2)];
+        let mut config = problem("config", 1, 2);
+        config.step = "check-config".into();
+        let problems = [config, problem("import", 1, 2)];
         let e = endpoint(&[(1, 0, Evidence::Symbol)]);
         let d = dev(
             &[2, 4, 4, 4, 2],
@@ -446,6 +454,38 @@ mod tests {
         let a = run(&problems, &e, &d);
         assert_eq!(a[0].kept, BTreeSet::from([4]));
         assert_eq!(a[1].kept, BTreeSet::from([0]));
+    }
+
+    #[test]
+    fn failures_of_one_check_that_disappear_together_share_their_repair() {
+        // Two tests broken by one bug: only one traceback passes through it.
+        let problems = [
+            problem("unit: t.test_a", 1, 2),
+            problem("unit: t.test_b", 1, 2),
+        ];
+        let e = endpoint(&[(0, 0, Evidence::Frame)]);
+        let d = dev(
+            &[2, 4, 4, 4, 4],
+            vec![BTreeSet::from([0]), BTreeSet::from([0])],
+        );
+        let a = run(&problems, &e, &d);
+        assert_eq!(a[0].kept, BTreeSet::from([0]));
+        assert_eq!(a[1].kept, BTreeSet::from([0]));
+    }
+
+    #[test]
+    fn words_shared_with_the_message_do_not_keep_an_earlier_edit() {
+        let problems = [problem("a", 2, 3)];
+        // Hunk 2 (README) shares a word with the message and was made
+        // before the repair; hunk 3 sits in the function the failure names.
+        let e = endpoint(&[
+            (0, 0, Evidence::Symbol),
+            (0, 2, Evidence::Message),
+            (0, 3, Evidence::Symbol),
+        ]);
+        let d = dev(&[3, 4, 1, 1, 4], vec![BTreeSet::from([0])]);
+        let a = &run(&problems, &e, &d)[0];
+        assert_eq!(a.kept, BTreeSet::from([0, 3]));
     }
 
     #[test]
