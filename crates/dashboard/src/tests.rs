@@ -276,6 +276,64 @@ fn the_culprit_search_is_drawn() {
     assert!(t.contains("Routed around 2 untestable commits"));
 }
 
+/// A report with the search's judgements: each probe at its place, one
+/// row per round, reused judgements hollow, the culprit where it turns.
+#[test]
+fn the_search_timeline_draws_each_probe_at_its_place() {
+    use tracelab_domain::bisect::ProbeResult::{Bad, Good, Untestable};
+    use tracelab_domain::report::ProbeRecord;
+    let mut r = regression_unverified();
+    let culprit = r.culprit.as_ref().unwrap().commit.commit.clone();
+    let b = r.bisect.as_mut().unwrap();
+    b.candidates = 10;
+    b.rounds = 2;
+    b.ambiguous.clear();
+    let probe = |revision: &str, position, round, result, reused| ProbeRecord {
+        revision: revision.into(),
+        position,
+        round,
+        result,
+        runs: if reused { 0 } else { 1 },
+        reused,
+    };
+    b.probes = vec![
+        probe("older000", None, 1, Good, false),
+        probe("reused08", Some(8), 0, Bad, true),
+        probe("round1a3", Some(3), 1, Good, false),
+        probe("round1b6", Some(6), 1, Bad, false),
+        probe("untest02", Some(2), 1, Untestable, false),
+        probe("round2a4", Some(4), 2, Good, false),
+        probe(&culprit, Some(5), 2, Bad, false),
+    ];
+    let html = render(&r, &reviewer());
+    let svg = &html[html.find("<svg class=\"search\"").expect("search svg")..];
+    let svg = &svg[..svg.find("</svg>").expect("closed") + 6];
+    // The two ends plus the six in-range judgements (the older one is outside).
+    assert_eq!(
+        svg.matches(r#"<circle class="good""#).count(),
+        1 + 2,
+        "{svg}"
+    );
+    assert_eq!(
+        svg.matches(r#"<circle class="bad""#).count(),
+        1 + 2,
+        "{svg}"
+    );
+    assert_eq!(svg.matches(r#"<circle class="bad reused""#).count(), 1);
+    assert_eq!(svg.matches(r#"<rect class="untestable""#).count(), 1);
+    assert!(!svg.contains("older000"));
+    for row in ["reused", "round 1", "round 2"] {
+        assert!(svg.contains(&format!(">{row}</text>")), "{row}");
+    }
+    // Ten candidates from x = 70 to 690: position 5 is at 70 + 620 * 6 / 10.
+    assert!(svg.contains(r#"<line class="culprit" x1="442""#), "{svg}");
+    assert!(svg.contains("10 candidate commits, 6 judged"));
+    assert!(text(&html).contains("one row per round"));
+    // A report without the judgements keeps the schematic, and says so.
+    let schematic = render(&regression_unverified(), &reviewer());
+    assert!(text(&schematic).contains("Schematic"));
+}
+
 #[test]
 fn a_lead_below_the_bar_is_still_shown() {
     let mut r = regression_unverified();

@@ -73,7 +73,8 @@ impl Bits {
 pub const MAX_GRAPH_CANDIDATES: usize = 20_000;
 
 /// What a probe at one revision showed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ProbeResult {
     Good,
     Bad,

@@ -81,6 +81,31 @@ pub struct BisectSummary {
     /// reported as the culprit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub culprit_changes_only_tests: bool,
+    /// Every judgement the search used, in the order it was made: the
+    /// timeline a reviewer reads (and the dashboard draws).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeRecord>,
+}
+
+/// One revision the culprit search judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    pub revision: String,
+    /// Where it sits in the candidate range, oldest first (the bad revision
+    /// is the last); `None` outside the range (the good revision, and older
+    /// revisions tried while looking for one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    /// The round that probed it (looking for a good revision counts); 0 for
+    /// a judgement made before the search (an earlier attempt's journal, or
+    /// the early search under another model).
+    pub round: u32,
+    pub result: crate::bisect::ProbeResult,
+    /// Test runs the judgement took (0 when reused).
+    pub runs: u32,
+    /// Reused, not run again by this search.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -340,11 +365,72 @@ impl Report {
     }
 }
 
+fn tests_run_markdown(md: &mut String, detail: &serde_json::Value) {
+    if let Some(tests) = detail["tests_run"].as_array() {
+        let tests: Vec<String> = tests
+            .iter()
+            .filter_map(|t| t.as_str().map(|t| format!("`{t}`")))
+            .collect();
+        let _ = writeln!(md, "Tests that judged the fix: {}.\n", tests.join(", "));
+    }
+}
+
+/// The LLM patch agent's part of a repair hypothesis: the model, the
+/// prompt's digest and tokens, and each call's outcome.
+fn model_markdown(md: &mut String, detail: &serde_json::Value) {
+    let run = &detail["model_run"];
+    let model = detail["model"]
+        .as_str()
+        .or(run["model"].as_str())
+        .unwrap_or("?");
+    let _ = write!(md, "Source: model `{model}`");
+    if let Some(digest) = detail["prompt_sha256"].as_str() {
+        let _ = write!(
+            md,
+            " (prompt sha256 `{digest}`, {} prompt and {} reply tokens)",
+            detail["prompt_tokens"], detail["completion_tokens"]
+        );
+    }
+    let _ = writeln!(
+        md,
+        ". The LLM patch agent used {} of {} tokens in {:.1} s; {} edit(s) refused by the patch rules or the oracle rule.\n",
+        run["tokens_used"],
+        run["token_budget"],
+        run["used_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        run["refused_edits"]
+    );
+    tests_run_markdown(md, detail);
+    let calls = run["calls"].as_array().cloned().unwrap_or_default();
+    if calls.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "| call | outcome | reason | ms |\n|---|---|---|---|");
+    for c in &calls {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            c["call"],
+            c["outcome"].as_str().unwrap_or("?"),
+            c["reason"]
+                .as_str()
+                .unwrap_or("")
+                .replace('|', "\\|")
+                .replace('\n', " "),
+            c["duration_ms"]
+        );
+    }
+    md.push('\n');
+}
+
 /// Screened repair candidates shown at most, best-ranked first.
 const SCREENED_SHOWN: usize = 10;
 
 /// A repair hypothesis's source, tests and screening (its `detail`).
 fn repair_markdown(md: &mut String, detail: &serde_json::Value) {
+    let by_model = detail["source"] == "model";
+    if by_model {
+        model_markdown(md, detail);
+    }
     let Some(screening) = detail.get("screening") else {
         return;
     };
@@ -353,22 +439,25 @@ fn repair_markdown(md: &mut String, detail: &serde_json::Value) {
         .cloned()
         .unwrap_or_default();
     let passed = screened.iter().filter(|c| c["outcome"] == "pass").count();
+    let source = if by_model {
+        "Repair templates tried first".to_string()
+    } else {
+        format!(
+            "Source: repair template `{}`",
+            detail["operator"].as_str().unwrap_or("?")
+        )
+    };
     let _ = writeln!(
         md,
-        "Source: repair template `{}`. Screening: {} candidate edits generated, {} screened with the failing test in {:.1} s (budget {:.0} s), {} passed it.\n",
-        detail["operator"].as_str().unwrap_or("?"),
+        "{source}. Screening: {} candidate edits generated, {} screened with the failing test in {:.1} s (budget {:.0} s), {} passed it.\n",
         screening["generated"],
         screened.len(),
         screening["used_ms"].as_f64().unwrap_or(0.0) / 1000.0,
         screening["budget_ms"].as_f64().unwrap_or(0.0) / 1000.0,
         passed
     );
-    if let Some(tests) = detail["tests_run"].as_array() {
-        let tests: Vec<String> = tests
-            .iter()
-            .filter_map(|t| t.as_str().map(|t| format!("`{t}`")))
-            .collect();
-        let _ = writeln!(md, "Tests that judged the fix: {}.\n", tests.join(", "));
+    if !by_model {
+        tests_run_markdown(md, detail);
     }
     let _ = writeln!(
         md,

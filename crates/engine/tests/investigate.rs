@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracelab_domain::bisect::ProbeResult;
 use tracelab_domain::hypothesis::{HypothesisKind, HypothesisStatus};
 use tracelab_domain::ports::InvestigationStore;
 use tracelab_domain::state::InvestigationState;
@@ -99,6 +100,37 @@ async fn finds_the_culprit_behind_a_range_that_fails_differently_where_git_bisec
     assert!(
         bisect.untestable.iter().all(|c| s.broken.contains(c)),
         "only broken commits are untestable"
+    );
+    // The search's judgements, for the timeline: the culprit was probed bad
+    // and its parent (or the good end) good; every one sits in the range
+    // or outside it, in a round the search ran.
+    let culprit = s.culprit.as_deref().unwrap();
+    let probed = |rev: &str| bisect.probes.iter().find(|p| p.revision == rev);
+    let at_culprit = probed(culprit).expect("the culprit was probed");
+    assert_eq!(at_culprit.result, ProbeResult::Bad);
+    assert!(
+        bisect
+            .probes
+            .iter()
+            .all(|p| p.round <= bisect.rounds && p.position.is_none_or(|i| i < bisect.candidates))
+    );
+    let judged_good = bisect
+        .probes
+        .iter()
+        .filter(|p| p.result == ProbeResult::Good)
+        .filter_map(|p| p.position)
+        .max();
+    assert!(
+        judged_good.is_none_or(|g| g + 1 == at_culprit.position.unwrap()),
+        "the last good judgement is the culprit's parent: {:?}",
+        bisect.probes
+    );
+    assert!(
+        bisect
+            .probes
+            .iter()
+            .filter(|p| p.result == ProbeResult::Untestable)
+            .all(|p| s.broken.contains(&p.revision))
     );
     // The stored report and every transition are there.
     let stored = store.get(&report.id).await.unwrap().unwrap();

@@ -337,9 +337,16 @@ fn search(b: &BisectSummary, culprit: Option<&CommitInfo>) -> Markup {
             h2 { "Culprit search" }
             figure {
                 (svg::culprit_search(b, culprit))
-                figcaption.muted {
-                    "Schematic: the report records the range's ends, the culprit and the commits the search "
-                    "routed around, not where each commit sits in the range."
+                @if b.probes.iter().any(|p| p.position.is_some()) {
+                    figcaption.muted {
+                        "Each commit at its place in the range; one row per round with the revisions it probed "
+                        "(green passed, red failed as under investigation, grey square failed differently)."
+                    }
+                } @else {
+                    figcaption.muted {
+                        "Schematic: this report records the range's ends, the culprit and the commits the search "
+                        "routed around, not where each commit sits in the range."
+                    }
                 }
             }
             p {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use tracelab_domain::bisect::{CulpritSearch, MAX_GRAPH_CANDIDATES, ProbeResult, SearchOutcome};
 use tracelab_domain::experiment::Outcome;
 use tracelab_domain::oracle::is_test_path;
-use tracelab_domain::report::{BisectSummary, OracleMode};
+use tracelab_domain::report::{BisectSummary, OracleMode, ProbeRecord};
 use tracelab_domain::sequential::{RateDecision, RateTest, passes_to_trust};
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::{Error, Result};
@@ -66,6 +66,35 @@ impl FlakeModel {
         } else {
             OracleMode::TestsAtRevision
         }
+    }
+}
+
+/// The judgements a search used, in order, for the report's timeline.
+#[derive(Default)]
+struct Trail(Vec<(String, u32, ProbeReport, bool)>);
+
+impl Trail {
+    fn push(&mut self, revision: &str, round: u32, report: ProbeReport, reused: bool) {
+        self.0.push((revision.to_string(), round, report, reused));
+    }
+
+    fn has(&self, revision: &str) -> bool {
+        self.0.iter().any(|(r, ..)| r == revision)
+    }
+
+    /// With each revision's position in the candidate range (`index`).
+    fn records(&self, index: &HashMap<&str, usize>) -> Vec<ProbeRecord> {
+        self.0
+            .iter()
+            .map(|(revision, round, report, reused)| ProbeRecord {
+                revision: revision.clone(),
+                position: index.get(revision.as_str()).copied(),
+                round: if *reused { 0 } else { *round },
+                result: report.result,
+                runs: if *reused { 0 } else { report.runs },
+                reused: *reused,
+            })
+            .collect()
     }
 }
 
@@ -301,6 +330,7 @@ async fn find_good(
     model: &FlakeModel,
     known: &mut HashMap<String, ProbeReport>,
     rounds: &mut u32,
+    trail: &mut Trail,
 ) -> Result<std::result::Result<String, String>> {
     let chain = ctx
         .pool
@@ -329,9 +359,11 @@ async fn find_good(
             batch[0],
             batch[batch.len() - 1]
         ));
+        let before: Vec<bool> = revisions.iter().map(|r| known.contains_key(r)).collect();
         let reports = probe_unknown(ctx, &revisions, model, known).await?;
-        for (rev, report) in revisions.iter().zip(&reports) {
+        for ((rev, report), was_known) in revisions.iter().zip(&reports).zip(before) {
             known.insert(rev.clone(), *report);
+            trail.push(rev, *rounds, *report, was_known);
         }
         if let Some((rev, _)) = revisions
             .iter()
@@ -372,6 +404,7 @@ pub async fn find_culprit(
     let git = ctx.pool.workspace().git().clone();
     let mut known: HashMap<String, ProbeReport> = seed;
     let mut rounds = 0u32;
+    let mut trail = Trail::default();
     let mut summary = BisectSummary {
         bad: ctx.bad.clone(),
         parallelism: ctx.pool.size(),
@@ -385,7 +418,7 @@ pub async fn find_culprit(
     };
     let mut found = match &good {
         Some(g) => Ok(g.clone()),
-        None => find_good(ctx, &owned, &mut known, &mut rounds).await?,
+        None => find_good(ctx, &owned, &mut known, &mut rounds, &mut trail).await?,
     };
     if found.is_err()
         && owned.overlay.is_some()
@@ -395,7 +428,8 @@ pub async fn find_culprit(
         // with each revision's own tests.
         fall_back_to_own_tests(ctx, &mut owned, "the older revisions");
         known.clear();
-        found = find_good(ctx, &owned, &mut known, &mut rounds).await?;
+        trail = Trail::default();
+        found = find_good(ctx, &owned, &mut known, &mut rounds, &mut trail).await?;
     }
     let model = &owned;
     summary.oracle_note = model.oracle_note.clone();
@@ -407,6 +441,7 @@ pub async fn find_culprit(
         Err(why) => {
             summary.rounds = rounds;
             summary.test_runs = known.values().map(|r| r.runs).sum();
+            summary.probes = trail.records(&HashMap::new());
             summary.note = Some(why);
             return Ok(HistoryFinding {
                 culprit: None,
@@ -465,6 +500,9 @@ pub async fn find_culprit(
             && i + 1 != commits.len()
         {
             search.record(i, report.result)?;
+            if !trail.has(rev) {
+                trail.push(rev, 0, *report, true);
+            }
         }
     }
 
@@ -488,7 +526,11 @@ pub async fn find_culprit(
             search.remaining(),
             revisions.len()
         ));
+        let round = search.rounds() + rounds;
         let reports = probe_all(ctx, &revisions, model).await?;
+        for (revision, report) in revisions.iter().zip(&reports) {
+            trail.push(revision, round, *report, false);
+        }
         if let Some(journal) = journal {
             for (revision, report) in revisions.iter().zip(&reports) {
                 journal.record(revision, model.oracle(), *report).await;
@@ -519,6 +561,7 @@ pub async fn find_culprit(
         })
         .map(|c| c.sha.clone())
         .collect();
+    summary.probes = trail.records(&index);
     summary.confidence = confidence(
         model,
         good_passes
