@@ -1,8 +1,10 @@
 //! What an investigation is asked to do, and its limits.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tracelab_domain::allowlist::Allowlist;
+use tracelab_domain::ports::ChatModel;
 use tracelab_domain::sequential::SequentialConfig;
 use tracelab_domain::{Error, Result};
 
@@ -55,6 +57,16 @@ pub struct EngineConfig {
     pub repair_screening_budget: Duration,
     /// Repair candidates generated at most (screening tries them best first).
     pub repair_candidates: usize,
+    /// The LLM patch agent's model (`--repair llm|all`); its implementation
+    /// redacts every prompt (`tracelab-llm`). `None`: no endpoint configured.
+    pub chat_model: Option<Arc<dyn ChatModel>>,
+    /// Tokens (prompt + reply, as the server counts them) the LLM patch
+    /// agent may use per investigation.
+    pub llm_token_budget: u64,
+    /// Wall time the LLM patch agent's model calls may take per investigation.
+    pub llm_wall_budget: Duration,
+    /// Tokens one reply may use at most.
+    pub llm_max_reply_tokens: u32,
 }
 
 impl Default for EngineConfig {
@@ -86,6 +98,10 @@ impl Default for EngineConfig {
             repair: crate::repair::RepairMode::default(),
             repair_screening_budget: Duration::from_secs(60),
             repair_candidates: 300,
+            chat_model: None,
+            llm_token_budget: 60_000,
+            llm_wall_budget: Duration::from_secs(300),
+            llm_max_reply_tokens: 2048,
         }
     }
 }
@@ -117,6 +133,11 @@ impl EngineConfig {
         }
         if !(0.0 < self.good_miss_probability && self.good_miss_probability < 0.5) {
             return Err(Error::invalid("good_miss_probability must be in (0, 0.5)"));
+        }
+        if self.repair.model() && self.chat_model.is_none() {
+            return Err(Error::invalid(
+                "repair with the LLM patch agent needs a model endpoint (base URL and model); none is configured",
+            ));
         }
         self.sequential.validate()
     }

@@ -37,6 +37,8 @@ use tracelab_domain::signature::frames_in_output;
 use tracelab_domain::{Error, Result};
 use tracelab_repair::{Candidate, Target};
 
+mod llm;
+
 /// Where fixes beyond revert come from (`--repair`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RepairMode {
@@ -45,6 +47,20 @@ pub enum RepairMode {
     /// Offline repair templates (no network, no model).
     #[default]
     Templates,
+    /// The LLM patch agent only (`EngineConfig::chat_model`).
+    Llm,
+    /// Templates first, then the LLM patch agent in the same hypothesis.
+    All,
+}
+
+impl RepairMode {
+    pub fn templates(self) -> bool {
+        matches!(self, RepairMode::Templates | RepairMode::All)
+    }
+
+    pub fn model(self) -> bool {
+        matches!(self, RepairMode::Llm | RepairMode::All)
+    }
 }
 
 /// Test files that name the patched function, run beside the failing
@@ -97,12 +113,87 @@ pub async fn repair(
     number: u32,
 ) -> Result<std::result::Result<Hypothesis, String>> {
     let Some(output) = classification.baseline_output.as_deref() else {
-        return Ok(Err("repair templates: no failing output to repair".into()));
+        return Ok(Err("repair: no failing output to repair".into()));
     };
     let judges: BTreeSet<String> = oracle::judges(ctx, classification)
         .await?
         .into_iter()
         .collect();
+    let mode = ctx.config.repair;
+    let mut notes: Vec<String> = Vec::new();
+    let mut screening = None;
+    let mut prover: Option<Prover<'_>> = None;
+    if mode.templates() {
+        match templates(ctx, classification, suspects, output, &judges).await? {
+            Ok((found, chosen)) => {
+                // With the model after them, the templates leave it one attempt.
+                let limit = if mode.model() {
+                    (ctx.config.max_patch_attempts - 1).max(1)
+                } else {
+                    ctx.config.max_patch_attempts
+                };
+                let symbols: Vec<&str> =
+                    chosen.iter().map(|c| c.candidate.symbol.as_str()).collect();
+                let mut p = Prover::open(ctx, classification, number, &symbols, &judges).await?;
+                for c in chosen.iter().take(limit) {
+                    if p.attempt(&Attempt::template(&c.candidate)).await?
+                        == HypothesisStatus::Verified
+                    {
+                        break;
+                    }
+                }
+                screening = Some(found);
+                prover = Some(p);
+            }
+            Err(note) => notes.push(note),
+        }
+    }
+    let verified = prover.as_ref().is_some_and(|p| p.verified());
+    let mut model_run = None;
+    if mode.model() && !verified {
+        match ctx.config.chat_model.clone() {
+            Some(model) => {
+                let run = llm::repair(
+                    ctx,
+                    classification,
+                    suspects,
+                    output,
+                    &judges,
+                    number,
+                    model,
+                    &mut prover,
+                    notes.first().map(String::as_str),
+                )
+                .await?;
+                model_run = Some(run);
+            }
+            None => notes.push("the LLM patch agent: no model endpoint is configured".into()),
+        }
+    }
+    let h = match (prover, &model_run) {
+        (Some(p), _) => p.close().await,
+        (None, Some(run)) => run.unproven(ctx, number),
+        (None, None) => return Ok(Err(notes.join("; "))),
+    };
+    let mut h = match &screening {
+        Some(s) => with_detail(h, s),
+        None => h,
+    };
+    if let Some(run) = &model_run {
+        run.annotate(&mut h);
+    }
+    Ok(Ok(h))
+}
+
+/// The template candidates that passed screening (smallest edit first), or
+/// a note saying why there are none.
+async fn templates(
+    ctx: &Context,
+    classification: &Classification,
+    suspects: &[Suspect],
+    output: &str,
+    judges: &BTreeSet<String>,
+) -> Result<std::result::Result<(Screening, Vec<Screened>), String>> {
     let git = ctx.pool.workspace().git().clone();
     let frames = frames_in_output(output);
     let mut files = Vec::new();
@@ -169,8 +260,7 @@ pub async fn repair(
         .take(ctx.config.max_patch_attempts)
         .cloned()
         .collect();
-    let h = prove(ctx, classification, number, &chosen, &judges).await?;
-    Ok(Ok(with_detail(h, &screening)))
+    Ok(Ok((screening, chosen)))
 }
 
 fn with_detail(mut h: Hypothesis, screening: &Screening) -> Hypothesis {
@@ -296,96 +386,278 @@ async fn screen_one(
     .await
 }
 
-/// The whole contract for each chosen candidate in turn, on the hypothesis
-/// branch, until one is verified.
-async fn prove(
-    ctx: &Context,
-    classification: &Classification,
-    number: u32,
-    chosen: &[Screened],
-    judges: &BTreeSet<String>,
-) -> Result<Hypothesis> {
-    let first = &chosen[0].candidate;
-    let branch = hypothesis_branch(&ctx.issue_id, number);
-    let mut h = Hypothesis::new(
-        HypothesisId::new(&ctx.id, number),
-        number,
-        AgentKind::CodePath,
-        HypothesisKind::Patch,
-        summary(first),
-    );
-    h.branch = Some(branch.clone());
-    let judging = Judging {
-        classification,
-        passes_needed: 1,
-    };
-    let (worktree, sandbox) = hypothesis_slot(ctx, number, &branch).await?;
-    let result = async {
-        let before = regression_before(ctx, judging, sandbox.as_ref()).await?;
-        let neighbours = neighbour_command(ctx, classification, chosen, judges).await?;
-        let neighbours_before = match &neighbours {
-            Some((_, spec)) => {
-                worktree_reset(&worktree, &ctx.bad).await?;
-                Some(sandbox.exec(spec).await?)
-            }
-            None => None,
-        };
-        let mut earlier: Vec<String> = Vec::new();
-        for (attempt, screened) in chosen.iter().enumerate() {
-            let candidate = &screened.candidate;
-            worktree_reset(&worktree, &ctx.bad).await?;
-            worktree.write_file(&candidate.path, &candidate.content).await?;
-            let message = format!(
-                "Fix {}: {} ({}:{}; TraceLab hypothesis {number}, repair template {})\n\nProposed by TraceLab; not merged.",
-                candidate.symbol,
-                candidate.description,
-                candidate.path,
-                candidate.line,
-                candidate.operator.name()
-            );
-            let (mut experiments, patch) =
-                run_contract(ctx, judging, &worktree, sandbox.as_ref(), &before, &message).await?;
-            if let (Some((display, spec)), Some(before_run)) = (&neighbours, &neighbours_before)
-                && patch.is_some()
-            {
-                experiments.push(neighbour_experiment(
-                    ctx, classification, display, spec, &worktree, sandbox.as_ref(), before_run,
-                ).await?);
-            }
-            let judgement = judge_fix(&experiments, 1);
-            h.summary = summary(candidate);
-            h.experiments = experiments;
-            h.patch = patch;
-            h.status = judgement.status;
-            h.detail = Some(serde_json::json!({
-                "operator": candidate.operator.name(),
-                "symbol": candidate.symbol,
-                "path": candidate.path,
-                "line": candidate.line,
-                "edit": candidate.description,
-                "attempt": attempt + 1,
-                "tests_run": tests_run(ctx, classification, neighbours.as_ref().map(|(d, _)| d.as_str())),
-            }));
-            let mut reason = format!("{} (repair template {}: {}", judgement.reason, candidate.operator.name(), candidate.description);
-            if !earlier.is_empty() {
-                reason.push_str(&format!("; earlier: {}", earlier.join("; ")));
-            }
-            reason.push(')');
-            h.status_reason = reason;
-            if judgement.status == HypothesisStatus::Verified {
-                break;
-            }
-            earlier.push(format!("{} {}: {}", candidate.description, judgement.status.as_str(), judgement.reason));
+/// One fix from any source, as the contract proves it.
+pub(crate) struct Attempt {
+    /// Whole files after the edit.
+    pub files: Vec<(String, String)>,
+    pub symbol: String,
+    pub path: String,
+    pub line: u32,
+    pub description: String,
+    pub summary: String,
+    /// "repair template off_by_one", "model qwen2.5-coder".
+    pub source: String,
+    /// Source-specific fields of `detail` (operator, or model and prompt digest).
+    pub detail: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Attempt {
+    fn template(c: &Candidate) -> Self {
+        let mut detail = serde_json::Map::new();
+        detail.insert("operator".into(), c.operator.name().into());
+        Attempt {
+            files: vec![(c.path.clone(), c.content.clone())],
+            symbol: c.symbol.clone(),
+            path: c.path.clone(),
+            line: c.line,
+            description: c.description.clone(),
+            summary: summary(c),
+            source: format!("repair template {}", c.operator.name()),
+            detail,
         }
-        Ok::<(), Error>(())
     }
-    .await;
-    let _ = sandbox.close().await;
-    if let Err(e) = result {
-        h.status = HypothesisStatus::Blocked;
-        h.status_reason = e.message;
+}
+
+/// The hypothesis branch's worktree and sandbox, with the contract's
+/// "before" steps run once, proving one attempt after another (at most
+/// `max_patch_attempts`) until one is verified.
+pub(crate) struct Prover<'a> {
+    ctx: &'a Context,
+    classification: &'a Classification,
+    number: u32,
+    worktree: Worktree,
+    sandbox: Box<dyn Sandbox>,
+    before: Vec<Experiment>,
+    neighbours: Option<(String, CommandSpec, tracelab_domain::ports::CommandResult)>,
+    h: Hypothesis,
+    earlier: Vec<String>,
+    attempts: usize,
+    failed: Option<String>,
+}
+
+impl<'a> Prover<'a> {
+    /// `symbols` are the functions the attempts will likely patch (for the
+    /// neighbour tests).
+    pub(crate) async fn open(
+        ctx: &'a Context,
+        classification: &'a Classification,
+        number: u32,
+        symbols: &[&str],
+        judges: &BTreeSet<String>,
+    ) -> Result<Prover<'a>> {
+        let branch = hypothesis_branch(&ctx.issue_id, number);
+        let mut h = Hypothesis::new(
+            HypothesisId::new(&ctx.id, number),
+            number,
+            AgentKind::CodePath,
+            HypothesisKind::Patch,
+            "an edit of a suspect function fixes the failure",
+        );
+        h.branch = Some(branch.clone());
+        let (worktree, sandbox) = hypothesis_slot(ctx, number, &branch).await?;
+        let mut p = Prover {
+            ctx,
+            classification,
+            number,
+            worktree,
+            sandbox,
+            before: Vec::new(),
+            neighbours: None,
+            h,
+            earlier: Vec::new(),
+            attempts: 0,
+            failed: None,
+        };
+        let judging = p.judging();
+        let prepared = async {
+            let before = regression_before(ctx, judging, p.sandbox.as_ref()).await?;
+            let neighbours = match neighbour_command(ctx, classification, symbols, judges).await? {
+                Some((display, spec)) => {
+                    worktree_reset(&p.worktree, &ctx.bad).await?;
+                    let run = p.sandbox.exec(&spec).await?;
+                    Some((display, spec, run))
+                }
+                None => None,
+            };
+            Ok::<_, Error>((before, neighbours))
+        }
+        .await;
+        match prepared {
+            Ok((before, neighbours)) => {
+                p.before = before;
+                p.neighbours = neighbours;
+            }
+            Err(e) => p.failed = Some(e.message),
+        }
+        Ok(p)
     }
-    Ok(h)
+
+    fn judging(&self) -> Judging<'a> {
+        Judging {
+            classification: self.classification,
+            passes_needed: 1,
+        }
+    }
+
+    pub(crate) fn verified(&self) -> bool {
+        self.h.status == HypothesisStatus::Verified
+    }
+
+    /// Attempts left under `max_patch_attempts`, none once one is verified
+    /// or the slot broke.
+    pub(crate) fn left(&self) -> usize {
+        if self.verified() || self.failed.is_some() {
+            return 0;
+        }
+        self.ctx
+            .config
+            .max_patch_attempts
+            .saturating_sub(self.attempts)
+    }
+
+    /// The whole contract for `a`; its status (BLOCKED when nothing is left
+    /// or the slot broke).
+    pub(crate) async fn attempt(&mut self, a: &Attempt) -> Result<HypothesisStatus> {
+        if self.left() == 0 {
+            return Ok(HypothesisStatus::Blocked);
+        }
+        self.attempts += 1;
+        match self.run(a).await {
+            Ok(status) => Ok(status),
+            Err(e) => {
+                self.failed = Some(e.message);
+                Ok(HypothesisStatus::Blocked)
+            }
+        }
+    }
+
+    async fn run(&mut self, a: &Attempt) -> Result<HypothesisStatus> {
+        let ctx = self.ctx;
+        let number = self.number;
+        worktree_reset(&self.worktree, &ctx.bad).await?;
+        for (path, content) in &a.files {
+            self.worktree.write_file(path, content).await?;
+        }
+        let message = format!(
+            "Fix {}: {} ({}:{}; TraceLab hypothesis {number}, {})\n\nProposed by TraceLab; not merged.",
+            a.symbol, a.description, a.path, a.line, a.source
+        );
+        let (mut experiments, patch) = run_contract(
+            ctx,
+            self.judging(),
+            &self.worktree,
+            self.sandbox.as_ref(),
+            &self.before,
+            &message,
+        )
+        .await?;
+        if let Some((display, spec, before_run)) = &self.neighbours
+            && patch.is_some()
+        {
+            experiments.push(
+                neighbour_experiment(
+                    ctx,
+                    self.classification,
+                    display,
+                    spec,
+                    &self.worktree,
+                    self.sandbox.as_ref(),
+                    before_run,
+                )
+                .await?,
+            );
+        }
+        let judgement = judge_fix(&experiments, 1);
+        let h = &mut self.h;
+        h.summary = a.summary.clone();
+        h.experiments = experiments;
+        h.patch = patch;
+        h.status = judgement.status;
+        let mut detail = a.detail.clone();
+        for (k, v) in [
+            ("symbol", serde_json::Value::from(a.symbol.clone())),
+            ("path", a.path.clone().into()),
+            ("line", a.line.into()),
+            ("edit", a.description.clone().into()),
+            ("attempt", self.attempts.into()),
+            (
+                "tests_run",
+                tests_run(
+                    ctx,
+                    self.classification,
+                    self.neighbours.as_ref().map(|(d, _, _)| d.as_str()),
+                )
+                .into(),
+            ),
+        ] {
+            detail.insert(k.into(), v);
+        }
+        h.detail = Some(serde_json::Value::Object(detail));
+        let mut reason = format!("{} ({}: {}", judgement.reason, a.source, a.description);
+        if !self.earlier.is_empty() {
+            reason.push_str(&format!("; earlier: {}", self.earlier.join("; ")));
+        }
+        reason.push(')');
+        h.status_reason = reason;
+        if judgement.status != HypothesisStatus::Verified {
+            self.earlier.push(format!(
+                "{} {}: {}",
+                a.description,
+                judgement.status.as_str(),
+                judgement.reason
+            ));
+        }
+        Ok(judgement.status)
+    }
+
+    /// What the last attempt's verification said, for the next model
+    /// prompt: the reason and the first failing step's output.
+    pub(crate) fn last_verification(&self) -> String {
+        let failing = self
+            .h
+            .experiments
+            .iter()
+            .skip(self.before.len())
+            .find(|e| e.outcome != Outcome::Pass);
+        let mut out = format!("{}: {}", self.h.status.as_str(), self.h.status_reason);
+        if let Some(e) = failing {
+            out.push_str(&format!(
+                "\n\nThe step that did not pass: `{}` ({:?}{})\n{}",
+                e.command,
+                e.outcome,
+                e.note
+                    .as_deref()
+                    .map(|n| format!("; {n}"))
+                    .unwrap_or_default(),
+                tail(&e.output, 4000)
+            ));
+        }
+        out
+    }
+
+    pub(crate) async fn close(mut self) -> Hypothesis {
+        let _ = self.sandbox.close().await;
+        if let Some(reason) = self.failed.take() {
+            self.h.status = HypothesisStatus::Blocked;
+            self.h.status_reason = reason;
+        } else if self.attempts == 0 {
+            self.h.status = HypothesisStatus::Inconclusive;
+            self.h.status_reason = "no candidate edit reached the contract".into();
+        }
+        self.h
+    }
+}
+
+/// The last `limit` bytes of `text`, on a character boundary.
+pub(crate) fn tail(text: &str, limit: usize) -> &str {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut start = text.len() - limit;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 fn summary(c: &Candidate) -> String {
@@ -419,7 +691,7 @@ fn tests_run(
 async fn neighbour_command(
     ctx: &Context,
     classification: &Classification,
-    chosen: &[Screened],
+    symbols: &[&str],
     judges: &BTreeSet<String>,
 ) -> Result<Option<(String, CommandSpec)>> {
     if ctx.test.runner != Runner::Pytest {
@@ -427,10 +699,8 @@ async fn neighbour_command(
     }
     let mut files: BTreeSet<String> = judges.iter().filter(|f| is_test_path(f)).cloned().collect();
     let git = ctx.pool.workspace().git();
-    for s in chosen {
-        let name = s
-            .candidate
-            .symbol
+    for symbol in symbols {
+        let name = symbol
             .rsplit(['.', ':'])
             .next()
             .unwrap_or_default()

@@ -1,0 +1,344 @@
+//! The LLM patch agent (`--repair llm`, #12) end to end on generated
+//! repositories, against a scripted OpenAI-compatible server: a correct
+//! answer is VERIFIED by the contract like a template candidate, and every
+//! bad answer or server (garbage, cut off, hostile edits, down, slow) ends as
+//! an INCONCLUSIVE or BLOCKED attempt of an investigation that completes.
+
+use std::sync::Arc;
+use std::time::Duration;
+use tracelab_domain::hypothesis::{Hypothesis, HypothesisKind, HypothesisStatus};
+use tracelab_domain::report::Report;
+use tracelab_domain::state::InvestigationState;
+use tracelab_domain::verdict::Verdict;
+use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, RepairMode, Silent};
+use tracelab_llm::fake::{Answer, FakeChat, Seen, down_url};
+use tracelab_llm::{ApiKey, LlmClient, LlmSettings};
+use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_store::SqliteStore;
+use tracelab_testkit::FixtureRepo;
+use tracelab_testkit::scenarios;
+use tracelab_testkit::secrets::{planted, secrets_of};
+
+/// Debian's python3 first (pytest is installed for it).
+const SYSTEM_PATH: &str = "/usr/bin:/bin";
+const KEY: &str = "sk-fake-9c1e77a04b2d4f5e8a3b6c0d1e2f3a4b";
+
+/// The right fix for `scenarios::overfitting_trap` (no template has it).
+const FIX: &str =
+    "app.py\n<<<<<<< SEARCH\n    end = size\n=======\n    end = start + size\n>>>>>>> REPLACE\n";
+
+async fn investigate(
+    repo: &std::path::Path,
+    test_command: &str,
+    base_url: &str,
+    tweak: impl FnOnce(&mut EngineConfig),
+) -> Report {
+    let mut settings = LlmSettings::new(base_url, "fake-coder");
+    settings.api_key = ApiKey::new(KEY);
+    let mut config = EngineConfig {
+        parallelism: 2,
+        command_timeout: Duration::from_secs(30),
+        repair: RepairMode::Llm,
+        chat_model: Some(Arc::new(LlmClient::new(settings).unwrap())),
+        ..Default::default()
+    };
+    tweak(&mut config);
+    let local = LocalConfig {
+        path: SYSTEM_PATH.into(),
+        allowlist: config.allowlist.clone(),
+    };
+    let engine = Engine {
+        config,
+        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
+        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
+        progress: Arc::new(Silent),
+    };
+    let report = engine
+        .investigate(InvestigateRequest {
+            repo: repo.to_path_buf(),
+            test_command: test_command.into(),
+            good: None,
+            bad: None,
+            issue_id: Some("T-1".into()),
+        })
+        .await
+        .expect("the investigation completes");
+    assert_eq!(report.state, InvestigationState::WaitingForReview);
+    assert_eq!(report.verdict, Verdict::Deterministic);
+    report
+}
+
+async fn trap(script: Vec<Answer>, tweak: impl FnOnce(&mut EngineConfig)) -> (Report, Vec<Seen>) {
+    let s = scenarios::overfitting_trap(4);
+    let fake = FakeChat::start(script).await;
+    let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, tweak).await;
+    (report, fake.seen())
+}
+
+fn repair_hypothesis(report: &Report) -> &Hypothesis {
+    report
+        .hypotheses
+        .iter()
+        .find(|h| h.kind == HypothesisKind::Patch)
+        .expect("a repair hypothesis")
+}
+
+fn calls(h: &Hypothesis) -> Vec<serde_json::Value> {
+    h.detail.as_ref().unwrap()["model_run"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The key reached the server in the Authorization header only, and is
+/// nowhere in the report.
+fn key_only_in_the_header(report: &Report, seen: &[Seen]) {
+    for s in seen {
+        assert_eq!(
+            s.authorization.as_deref(),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+        assert!(!s.body.contains(KEY));
+    }
+    let json = serde_json::to_string(report).unwrap();
+    assert!(!json.contains(KEY), "the key is in the report");
+    assert!(!report.to_markdown().contains(KEY));
+}
+
+#[tokio::test]
+async fn a_correct_answer_is_verified_by_the_contract() {
+    let (report, seen) = trap(
+        vec![Answer::Reply(format!("The end is off.\n\n```\n{FIX}```\n"))],
+        |_| {},
+    )
+    .await;
+    let winner = report.winner.clone().expect("a verified repair");
+    assert_eq!(
+        winner.status,
+        HypothesisStatus::Verified,
+        "{}",
+        winner.status_reason
+    );
+    assert_eq!(winner.kind, HypothesisKind::Patch);
+    let patch = winner.patch.clone().unwrap();
+    assert!(patch.contains("+    end = start + size"), "{patch}");
+    let detail = winner.detail.clone().unwrap();
+    assert_eq!(detail["source"], "model");
+    assert_eq!(detail["model"], "fake-coder");
+    assert_eq!(detail["prompt_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(detail["prompt_tokens"], 1200);
+    assert!(detail["completion_tokens"].as_u64().unwrap() > 0);
+    assert!(detail["tests_run"].as_array().unwrap().len() >= 2);
+    // The neighbour tests judged it too.
+    assert!(winner.experiments.iter().any(|e| {
+        e.note
+            .as_deref()
+            .is_some_and(|n| n.contains("naming the patched function"))
+    }));
+    assert_eq!(seen.len(), 1);
+    let body: serde_json::Value = serde_json::from_str(&seen[0].body).unwrap();
+    let prompt = body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("def window(xs, start, size):"), "{prompt}");
+    assert!(
+        prompt.contains("assert"),
+        "the failing output is in the prompt"
+    );
+    key_only_in_the_header(&report, &seen);
+    let md = report.to_markdown();
+    assert!(md.contains("Source: model `fake-coder`"), "{md}");
+}
+
+#[tokio::test]
+async fn a_second_attempt_gets_the_first_attempts_verification_output() {
+    // Passes the failing test, breaks its neighbour: rejected by the contract.
+    let overfit = "app.py\n<<<<<<< SEARCH\n    return xs[start:end]\n=======\n    return xs[start:end + 1]\n>>>>>>> REPLACE\n";
+    let (report, seen) = trap(
+        vec![Answer::Reply(overfit.into()), Answer::Reply(FIX.into())],
+        |_| {},
+    )
+    .await;
+    let winner = report.winner.clone().expect("the second answer verified");
+    assert_eq!(winner.detail.as_ref().unwrap()["attempt"], 2);
+    assert_eq!(seen.len(), 2);
+    let second: serde_json::Value = serde_json::from_str(&seen[1].body).unwrap();
+    let prompt = second["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("Your previous attempt"), "{prompt}");
+    assert!(prompt.contains("test_window_from_the_start"), "{prompt}");
+    assert!(
+        winner.status_reason.contains("earlier"),
+        "{}",
+        winner.status_reason
+    );
+}
+
+#[tokio::test]
+async fn garbage_and_cut_off_answers_are_inconclusive() {
+    let (report, seen) = trap(
+        vec![
+            Answer::Raw(200, "{\"choices\": [{\"message\": {\"content\": ".into()),
+            Answer::Truncated("app.py\n<<<<<<< SEARCH\n    end = size\n=====".into()),
+        ],
+        |_| {},
+    )
+    .await;
+    assert!(report.winner.is_none());
+    let h = repair_hypothesis(&report);
+    assert_eq!(
+        h.status,
+        HypothesisStatus::Inconclusive,
+        "{}",
+        h.status_reason
+    );
+    let calls = calls(h);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0]["outcome"], "server error");
+    assert!(
+        calls[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not a chat completion")
+    );
+    assert_eq!(calls[1]["outcome"], "truncated");
+    assert!(h.patch.is_none());
+    key_only_in_the_header(&report, &seen);
+}
+
+#[tokio::test]
+async fn hostile_edits_are_refused_and_counted() {
+    let s = scenarios::overfitting_trap(4);
+    let tests_before = std::fs::read_to_string(s.repo.path().join("test_app.py")).unwrap();
+    let git_config = std::fs::read_to_string(s.repo.path().join(".git/config")).unwrap();
+    let fake = FakeChat::start(vec![
+        // The oracle rule: the failing test's own file.
+        Answer::Reply("test_app.py\n<<<<<<< SEARCH\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n=======\n    assert True\n>>>>>>> REPLACE\n".into()),
+        // Outside the repository.
+        Answer::Reply("../outside.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n".into()),
+        // Inside .git.
+        Answer::Reply(".git/config\n<<<<<<< SEARCH\n[core]\n=======\n[core]\n\thooksPath = /tmp\n>>>>>>> REPLACE\n".into()),
+    ])
+    .await;
+    let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, |c| {
+        c.max_patch_attempts = 3
+    })
+    .await;
+    let h = repair_hypothesis(&report);
+    assert_eq!(
+        h.status,
+        HypothesisStatus::Inconclusive,
+        "{}",
+        h.status_reason
+    );
+    let run = &h.detail.as_ref().unwrap()["model_run"];
+    assert_eq!(run["refused_edits"], 3, "{run}");
+    let reasons: Vec<String> = calls(h)
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert!(reasons[0].contains("oracle rule"), "{reasons:?}");
+    assert!(reasons[1].contains(".."), "{reasons:?}");
+    assert!(reasons[2].contains(".git"), "{reasons:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.repo.path().join("test_app.py")).unwrap(),
+        tests_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.path().join(".git/config")).unwrap(),
+        git_config
+    );
+    assert!(!s.repo.path().parent().unwrap().join("outside.py").exists());
+}
+
+#[tokio::test]
+async fn a_server_that_is_down_blocks_the_attempt_and_the_investigation_completes() {
+    let s = scenarios::overfitting_trap(4);
+    let report = investigate(s.repo.path(), &s.test_command, &down_url().await, |_| {}).await;
+    let h = repair_hypothesis(&report);
+    assert_eq!(h.status, HypothesisStatus::Blocked);
+    assert!(
+        h.status_reason.contains("cannot reach"),
+        "{}",
+        h.status_reason
+    );
+    assert!(!h.status_reason.contains(KEY));
+    assert!(report.winner.is_none());
+}
+
+#[tokio::test]
+async fn a_slow_server_hits_the_wall_budget() {
+    let started = std::time::Instant::now();
+    let (report, seen) = trap(
+        vec![Answer::Slow(
+            Duration::from_secs(60),
+            Box::new(Answer::Reply(FIX.into())),
+        )],
+        |c| c.llm_wall_budget = Duration::from_secs(2),
+    )
+    .await;
+    let h = repair_hypothesis(&report);
+    assert_eq!(h.status, HypothesisStatus::Blocked, "{}", h.status_reason);
+    assert!(
+        h.status_reason.contains("did not answer"),
+        "{}",
+        h.status_reason
+    );
+    assert_eq!(seen.len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(55),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn no_planted_secret_in_the_failure_or_the_source_reaches_the_server() {
+    // Values a Python string literal can hold as they are, one of each kind.
+    let mut kinds = std::collections::BTreeSet::new();
+    // Each value in its realistic line, as the redaction corpus plants it.
+    let chosen: Vec<(&str, String, String)> = planted()
+        .into_iter()
+        .map(|(k, v, ctx)| (k, v.clone(), ctx.replace("{}", &v)))
+        .filter(|(_, _, line)| !line.contains(['"', '\\', '\n', '\'']))
+        .filter(|(k, _, _)| kinds.insert(*k))
+        .collect();
+    assert!(chosen.len() >= 10, "{} kinds", chosen.len());
+    let listed: String = chosen
+        .iter()
+        .map(|(_, _, line)| format!("    \"{line}\",\n"))
+        .collect();
+    let app = format!(
+        "SETTINGS = [\n{listed}]\n\n\ndef window(xs, start, size):\n    token = SETTINGS[0]\n    end = size\n    return xs[start:end]\n"
+    );
+    let tests = "from app import SETTINGS, window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3], \" \".join(SETTINGS)\n";
+    let mut repo = FixtureRepo::new();
+    repo.commit("Windows", &[("app.py", &app), ("test_app.py", tests)]);
+    repo.commit("Notes", &[("NOTES.md", "notes\n")]);
+    let fake = FakeChat::start(vec![Answer::Reply("no edit".into())]).await;
+    let report = investigate(
+        repo.path(),
+        "python3 -m pytest -q -p no:cacheprovider test_app.py::test_window",
+        &fake.base_url,
+        |c| c.max_patch_attempts = 1,
+    )
+    .await;
+    let seen = fake.seen();
+    assert_eq!(
+        seen.len(),
+        1,
+        "{:?}",
+        repair_hypothesis(&report).status_reason
+    );
+    let body: serde_json::Value = serde_json::from_str(&seen[0].body).unwrap();
+    let prompt = body["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("def window(xs, start, size):"), "{prompt}");
+    assert!(prompt.contains("AssertionError"), "{prompt}");
+    let leaked: Vec<String> = chosen
+        .iter()
+        .flat_map(|(k, v, _)| {
+            secrets_of(k, v)
+                .into_iter()
+                .filter(|s| seen[0].body.contains(s.as_str()))
+                .map(move |s| format!("{k}: {s}"))
+        })
+        .collect();
+    assert!(leaked.is_empty(), "sent to the model: {leaked:?}");
+}
