@@ -151,6 +151,12 @@ pub enum RepairArg {
     Off,
     /// Offline repair templates on the suspect functions (no network, no model).
     Templates,
+    /// The LLM patch agent only: an OpenAI-compatible model server from
+    /// TRACELAB_LLM_BASE_URL, TRACELAB_LLM_MODEL and TRACELAB_LLM_API_KEY
+    /// (or TRACELAB_LLM_API_KEY_FILE).
+    Llm,
+    /// Templates first, then the LLM patch agent in the same hypothesis.
+    All,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -187,12 +193,18 @@ pub struct RunOptions {
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub max_patch_attempts: usize,
     /// Fixes beyond revert, tried when no culprit fix is verified for a
-    /// deterministic failure (the LLM patch agent is not built yet).
+    /// deterministic failure.
     #[arg(long, value_enum, default_value_t = RepairArg::Templates)]
     pub repair: RepairArg,
     /// Wall-clock budget for screening repair candidates with the failing test, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub repair_budget: u64,
+    /// Tokens (prompt + reply) the LLM patch agent may use per investigation.
+    #[arg(long, value_name = "N", default_value_t = 60_000)]
+    pub llm_token_budget: u64,
+    /// Wall-clock budget for the LLM patch agent's model calls per investigation, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub llm_budget: u64,
     #[arg(long, value_enum, default_value_t = SandboxKind::Local)]
     pub sandbox: SandboxKind,
     /// Image for `--sandbox docker` (default tracelab-sandbox-base:bookworm, see deploy/sandbox/).

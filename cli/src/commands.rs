@@ -114,13 +114,67 @@ fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
     config.repair = match run.repair {
         crate::args::RepairArg::Off => tracelab_engine::RepairMode::Off,
         crate::args::RepairArg::Templates => tracelab_engine::RepairMode::Templates,
+        crate::args::RepairArg::Llm => tracelab_engine::RepairMode::Llm,
+        crate::args::RepairArg::All => tracelab_engine::RepairMode::All,
     };
     config.repair_screening_budget = Duration::from_secs(run.repair_budget);
+    config.llm_token_budget = run.llm_token_budget;
+    config.llm_wall_budget = Duration::from_secs(run.llm_budget);
+    if config.repair.model() {
+        config.chat_model = Some(chat_model_from_env()?);
+    }
     config.allowlist.programs.extend(run.allow.iter().cloned());
     config.allowlist.inline_code = run.allow_inline_code;
     config.allowlist.repository_programs = run.allow_repository_programs;
     config.validate()?;
     Ok(config)
+}
+
+/// The LLM patch agent's model server, from the environment (server-side
+/// settings, never a flag: a key on the command line ends up in shell
+/// history and `ps`).
+fn chat_model_from_env() -> anyhow::Result<Arc<dyn tracelab_domain::ports::ChatModel>> {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let (Some(base_url), Some(model)) = (var("TRACELAB_LLM_BASE_URL"), var("TRACELAB_LLM_MODEL"))
+    else {
+        anyhow::bail!(
+            "--repair llm and --repair all need a model server: set TRACELAB_LLM_BASE_URL (the OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1) and TRACELAB_LLM_MODEL, and TRACELAB_LLM_API_KEY or TRACELAB_LLM_API_KEY_FILE when the server wants a key"
+        );
+    };
+    let mut settings = tracelab_llm::LlmSettings::new(base_url, model);
+    settings.api_key = match (
+        var("TRACELAB_LLM_API_KEY"),
+        var("TRACELAB_LLM_API_KEY_FILE"),
+    ) {
+        (Some(_), Some(_)) => {
+            anyhow::bail!("set TRACELAB_LLM_API_KEY or TRACELAB_LLM_API_KEY_FILE, not both")
+        }
+        (Some(key), None) => tracelab_llm::ApiKey::new(key),
+        (None, Some(file)) => {
+            // The error names the file, never its content.
+            let key = std::fs::read_to_string(&file).map_err(|e| {
+                anyhow::anyhow!("cannot read TRACELAB_LLM_API_KEY_FILE {file}: {}", e.kind())
+            })?;
+            Some(
+                tracelab_llm::ApiKey::new(key)
+                    .ok_or_else(|| anyhow::anyhow!("TRACELAB_LLM_API_KEY_FILE {file} is empty"))?,
+            )
+        }
+        (None, None) => None,
+    };
+    if let Some(secs) = var("TRACELAB_LLM_TIMEOUT") {
+        let secs: u64 = secs
+            .parse()
+            .map_err(|_| anyhow::anyhow!("TRACELAB_LLM_TIMEOUT must be whole seconds"))?;
+        settings.request_timeout = Duration::from_secs(secs);
+    }
+    let client = tracelab_llm::LlmClient::new(settings).map_err(|e| anyhow::anyhow!(e.message))?;
+    Ok(Arc::new(client))
 }
 
 async fn sandboxes(
