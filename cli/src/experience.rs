@@ -130,6 +130,15 @@ async fn mine(file: &Path, quiet: bool, args: MineArgs) -> anyhow::Result<ExitCo
     if chain.is_empty() {
         bail!("--from and --to are the same commit: there is no history to learn from");
     }
+    // The reconstruction refuses a non-linear history anyway; say so
+    // before re-running anything.
+    if chain[0].parents.first() != Some(&from) {
+        bail!(
+            "--from {} is not on the first-parent line of --to {}: not a linear history",
+            args.from,
+            args.to
+        );
+    }
     if chain.len() > args.max_commits {
         bail!(
             "{} commits between --from and --to, more than --max-commits {}; narrow the range or raise the bound",

@@ -42,6 +42,8 @@ const TEST: &str = "import unittest\n\nfrom app.calc import add\nfrom app.report
 struct Fixture {
     repo: FixtureRepo,
     first: String,
+    /// The commits after `first`, in order.
+    later: Vec<String>,
 }
 
 fn history() -> Fixture {
@@ -60,25 +62,31 @@ fn history() -> Fixture {
             ("README.md", "# Calc\n"),
         ],
     );
-    repo.commit("Wrap a long line", &[("app/util.py", UTIL_SHORT)]);
-    repo.commit(
-        "Import pretty from calc",
-        &[("app/report.py", REPORT_ATTEMPT)],
-    );
-    repo.commit(
-        "Revert: import pretty from calc",
-        &[("app/report.py", REPORT)],
-    );
-    repo.commit("Add fmt.pretty", &[("app/fmt.py", FMT_FIXED)]);
-    repo.commit(
-        "Describe the project",
-        &[("README.md", "# Calc\n\nSmall arithmetic with reports.\n")],
-    );
-    repo.commit("Fix add", &[("app/calc.py", CALC_FIXED)]);
-    Fixture { repo, first }
+    let later = vec![
+        repo.commit("Wrap a long line", &[("app/util.py", UTIL_SHORT)]),
+        repo.commit(
+            "Import pretty from calc",
+            &[("app/report.py", REPORT_ATTEMPT)],
+        ),
+        repo.commit(
+            "Revert: import pretty from calc",
+            &[("app/report.py", REPORT)],
+        ),
+        repo.commit("Add fmt.pretty", &[("app/fmt.py", FMT_FIXED)]),
+        repo.commit(
+            "Describe the project",
+            &[("README.md", "# Calc\n\nSmall arithmetic with reports.\n")],
+        ),
+        repo.commit("Fix add", &[("app/calc.py", CALC_FIXED)]),
+    ];
+    Fixture { repo, first, later }
 }
 
 fn mine(db: &std::path::Path, f: &Fixture) -> Output {
+    mine_range(db, f, &f.first, "HEAD")
+}
+
+fn mine_range(db: &std::path::Path, f: &Fixture, from: &str, to: &str) -> Output {
     tracelab(
         db,
         &[
@@ -91,7 +99,9 @@ fn mine(db: &std::path::Path, f: &Fixture) -> Output {
             "--test",
             "python3 -m unittest tests.test_calc",
             "--from",
-            &f.first,
+            from,
+            "--to",
+            to,
             "--format",
             "json",
         ],
@@ -185,6 +195,71 @@ fn mining_attributes_each_problem_to_its_repair_and_stores_records() {
         String::from_utf8_lossy(&again.stderr).contains("0 new record(s)"),
         "{}",
         String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+#[test]
+fn a_problem_in_half_of_the_histories_is_listed_as_recurring() {
+    let f = history();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    // Three histories: the whole range (lint, import, test), the lint
+    // repair alone, and the import repair alone.
+    for (from, to) in [
+        (f.first.as_str(), "HEAD"),
+        (f.first.as_str(), f.later[0].as_str()),
+        (f.later[2].as_str(), f.later[3].as_str()),
+    ] {
+        let out = mine_range(&db, &f, from, to);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let listed = tracelab(&db, &["experience", "list", "--format", "json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let mut flags: Vec<(String, bool)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let problem = r["problem"].as_str().unwrap();
+            let short = problem.rsplit(' ').next().unwrap().to_string();
+            (short, r["recurring"].as_bool().unwrap())
+        })
+        .collect();
+    flags.sort();
+    flags.dedup();
+    assert_eq!(
+        flags,
+        vec![
+            ("ImportError".to_string(), true),
+            ("tests.test_calc.CalcTests.test_add".to_string(), false),
+            ("tools/lint.py".to_string(), true),
+        ]
+    );
+    let table = tracelab(&db, &["experience", "list"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert_eq!(table.matches(" * |").count(), 4, "{table}");
+}
+
+#[test]
+fn a_range_off_the_first_parent_line_is_refused() {
+    let mut f = history();
+    let side = f.repo.git(&["rev-parse", "HEAD~2"]);
+    f.repo.git(&["checkout", "-q", "-b", "side", &side]);
+    let off = f.repo.commit("Side work", &[("NOTES.md", "side\n")]);
+    f.repo.git(&["checkout", "-q", "main"]);
+    f.repo
+        .git(&["merge", "-q", "--no-ff", "-m", "Merge side", "side"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = mine_range(&dir.path().join("t.db"), &f, &off, "HEAD");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a linear history"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
