@@ -187,6 +187,35 @@ fn mining_attributes_each_problem_to_its_repair_and_stores_records() {
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(text.contains("+    return a + b"), "{text}");
     assert!(text.contains("L3 pattern"));
+    // The L1 patch applies to the failing revision as it stands.
+    let patch = test_record["concrete"]["patch"].as_str().unwrap();
+    let clone = tempfile::tempdir().unwrap();
+    let git = |args: &[&str], dir: &std::path::Path| {
+        Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .expect("git runs")
+    };
+    let origin = f.repo.path().to_str().unwrap();
+    assert!(
+        git(&["clone", "-q", origin, "."], clone.path())
+            .status
+            .success()
+    );
+    assert!(
+        git(&["checkout", "-q", &f.first], clone.path())
+            .status
+            .success()
+    );
+    std::fs::write(clone.path().join("l1.patch"), patch).unwrap();
+    let check = git(&["apply", "--check", "l1.patch"], clone.path());
+    assert!(
+        check.status.success(),
+        "{}\n{patch}",
+        String::from_utf8_lossy(&check.stderr)
+    );
 
     // Mining the same range again stores nothing new.
     let again = mine(&db, &f);
