@@ -206,6 +206,10 @@ async fn garbage_and_cut_off_answers_are_inconclusive() {
 #[tokio::test]
 async fn hostile_edits_are_refused_and_counted() {
     let s = scenarios::overfitting_trap(4);
+    // A tracked symlink to the suspect's file: writing through it is refused.
+    std::os::unix::fs::symlink("app.py", s.repo.path().join("alias.py")).unwrap();
+    s.repo.git(&["add", "alias.py"]);
+    s.repo.git(&["commit", "-q", "-m", "An alias"]);
     let tests_before = std::fs::read_to_string(s.repo.path().join("test_app.py")).unwrap();
     let git_config = std::fs::read_to_string(s.repo.path().join(".git/config")).unwrap();
     let fake = FakeChat::start(vec![
@@ -215,10 +219,12 @@ async fn hostile_edits_are_refused_and_counted() {
         Answer::Reply("../outside.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n".into()),
         // Inside .git.
         Answer::Reply(".git/config\n<<<<<<< SEARCH\n[core]\n=======\n[core]\n\thooksPath = /tmp\n>>>>>>> REPLACE\n".into()),
+        // Through a symlink.
+        Answer::Reply("alias.py\n<<<<<<< SEARCH\n    end = size\n=======\n    end = start + size\n>>>>>>> REPLACE\n".into()),
     ])
     .await;
     let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, |c| {
-        c.max_patch_attempts = 3
+        c.max_patch_attempts = 4
     })
     .await;
     let h = repair_hypothesis(&report);
@@ -229,7 +235,7 @@ async fn hostile_edits_are_refused_and_counted() {
         h.status_reason
     );
     let run = &h.detail.as_ref().unwrap()["model_run"];
-    assert_eq!(run["refused_edits"], 3, "{run}");
+    assert_eq!(run["refused_edits"], 4, "{run}");
     let reasons: Vec<String> = calls(h)
         .iter()
         .map(|c| c["reason"].as_str().unwrap().to_string())
@@ -237,6 +243,7 @@ async fn hostile_edits_are_refused_and_counted() {
     assert!(reasons[0].contains("oracle rule"), "{reasons:?}");
     assert!(reasons[1].contains(".."), "{reasons:?}");
     assert!(reasons[2].contains(".git"), "{reasons:?}");
+    assert!(reasons[3].contains("alias.py is a symlink"), "{reasons:?}");
     assert_eq!(
         std::fs::read_to_string(s.repo.path().join("test_app.py")).unwrap(),
         tests_before
