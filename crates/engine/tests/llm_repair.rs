@@ -349,3 +349,46 @@ async fn no_planted_secret_in_the_failure_or_the_source_reaches_the_server() {
         .collect();
     assert!(leaked.is_empty(), "sent to the model: {leaked:?}");
 }
+
+#[tokio::test]
+async fn with_repair_all_the_model_follows_templates_that_were_not_verified() {
+    // The templates' one passing candidate overfits (rejected by the
+    // neighbour tests), then the model's answer is proven in the same
+    // hypothesis.
+    let (report, seen) = trap(vec![Answer::Reply(FIX.into())], |c| {
+        c.repair = RepairMode::All
+    })
+    .await;
+    let winner = report.winner.clone().expect("the model's edit verified");
+    let detail = winner.detail.clone().unwrap();
+    assert_eq!(detail["source"], "model", "{detail}");
+    assert_eq!(
+        detail["attempt"], 2,
+        "one template attempt, then the model's"
+    );
+    assert!(
+        detail["screening"]["screened"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+    );
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        report
+            .hypotheses
+            .iter()
+            .filter(|h| h.kind == HypothesisKind::Patch)
+            .count(),
+        1
+    );
+
+    // A template that is verified leaves the model alone.
+    let s = scenarios::bug_since_the_first_commit(4);
+    let fake = FakeChat::start(vec![Answer::Reply(FIX.into())]).await;
+    let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, |c| {
+        c.repair = RepairMode::All
+    })
+    .await;
+    let winner = report.winner.clone().expect("a verified template");
+    assert_eq!(winner.detail.as_ref().unwrap()["source"], "repair_template");
+    assert!(fake.seen().is_empty());
+}
