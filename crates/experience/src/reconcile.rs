@@ -4,10 +4,13 @@
 //!
 //! The rules (E: endpoint hunks of the problem, D: development hunks, p:
 //! the revision where it disappeared):
-//! - in E and D: kept, **equivalent**;
+//! - in E and D: kept, **equivalent** — unless the endpoint has only its
+//!   file while the failure points (frame, symbol) at other hunks of the
+//!   window it is unrelated to: then **distinct** (unrelated work in the
+//!   repairing commit, in a file the failure names);
 //! - only in D, when the views share a hunk: kept as **complementary** if
-//!   related to a kept hunk or in a file the failure names, else dropped as
-//!   **distinct** (unrelated work that landed in the repairing commit);
+//!   related to a kept hunk, else dropped as **distinct** (unrelated work
+//!   that landed in the repairing commit);
 //! - only in D, when E is empty or shares nothing with D: kept (CI saw the
 //!   problem disappear with it) unless the endpoint attributes it directly
 //!   to a problem of another check that disappeared with it too;
@@ -140,10 +143,35 @@ pub fn reconcile_problem(views: &Views<'_>, problem: usize) -> ProblemAttributio
             reason,
         });
     };
+    // Hunks of the repairing commits the failure points at (a frame, a
+    // symbol): next to them, a file the failure names says nothing about
+    // which other hunks of that file are the repair.
+    let pointed: BTreeSet<usize> = shared
+        .iter()
+        .copied()
+        .filter(|&h| {
+            views
+                .endpoint
+                .link(problem, h)
+                .is_some_and(|e| e.is_strong())
+        })
+        .collect();
+    let mut kept: BTreeSet<usize> = BTreeSet::new();
     for &h in &shared {
-        decide(h, Outcome::Equivalent, true, "both views".into());
+        let file_only = views.endpoint.link(problem, h) == Some(Evidence::File);
+        if file_only && !pointed.is_empty() && views.related_to(h, &pointed, false).is_none() {
+            decide(
+                h,
+                Outcome::Distinct,
+                false,
+                "same commits and a file the failure names, but the failure points at other hunks"
+                    .into(),
+            );
+        } else {
+            decide(h, Outcome::Equivalent, true, "both views".into());
+            kept.insert(h);
+        }
     }
-    let mut kept: BTreeSet<usize> = shared.clone();
     for &h in d.difference(&e) {
         let (outcome, keep, reason) = if !shared.is_empty() {
             if let Some(r) = views.related_to(h, &kept, false) {
@@ -151,12 +179,6 @@ pub fn reconcile_problem(views: &Views<'_>, problem: usize) -> ProblemAttributio
                     Outcome::Complementary,
                     true,
                     format!("same commits, {r:?} relation to the repair"),
-                )
-            } else if views.endpoint.link(problem, h) == Some(Evidence::File) {
-                (
-                    Outcome::Complementary,
-                    true,
-                    "same commits, a file the failure names".into(),
                 )
             } else {
                 (
@@ -437,6 +459,22 @@ mod tests {
                 .iter()
                 .all(|x| x.kept || x.outcome == Outcome::Distinct)
         );
+    }
+
+    #[test]
+    fn a_file_named_by_the_failure_does_not_keep_other_work_of_the_repairing_commit() {
+        let problems = [problem("a", 1, 2)];
+        // The repair (hunk 0) is on the failing path; a cosmetic edit in a
+        // file the failure also names (hunk 3) landed in the same commit.
+        let e = endpoint(&[(0, 0, Evidence::Frame), (0, 3, Evidence::File)]);
+        let d = dev(&[2, 4, 4, 2, 4], vec![BTreeSet::from([0, 3])]);
+        let a = &run(&problems, &e, &d)[0];
+        assert_eq!(a.kept, BTreeSet::from([0]));
+        assert_eq!(a.agreement, Some(Outcome::Distinct));
+        // Without anything the failure points at, the file is all there is.
+        let e = endpoint(&[(0, 0, Evidence::File), (0, 3, Evidence::File)]);
+        let a = &run(&problems, &e, &d)[0];
+        assert_eq!(a.kept, BTreeSet::from([0, 3]));
     }
 
     #[test]
