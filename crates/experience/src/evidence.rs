@@ -25,9 +25,10 @@ static PYTEST_HEADER: LazyLock<Regex> =
 pub fn failures_from_output(argv: &[String], output: &str, root: &str) -> (Vec<Failure>, bool) {
     let output = relative(output, root);
     let runner = runner::detect(argv);
-    let stops_early = argv
-        .iter()
-        .any(|a| a == "-x" || a == "--exitfirst" || a.starts_with("--maxfail") || a == "-f");
+    let stops_early = argv.iter().any(|a| {
+        matches!(a.as_str(), "-x" | "--exitfirst" | "-f" | "--failfast")
+            || a.starts_with("--maxfail")
+    });
     let blocks = match runner {
         Runner::Unittest => unittest_blocks(&output),
         Runner::Pytest => pytest_blocks(&output),

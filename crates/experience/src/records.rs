@@ -14,7 +14,7 @@ use crate::development::DevelopmentView;
 use crate::hunks::{self, NetHunk};
 use crate::problems::Problem;
 use crate::reconcile::{Outcome, Prerequisite, ProblemAttribution};
-use crate::relations::RelationKind;
+use crate::relations::{self, RelationKind};
 use crate::text;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -213,28 +213,16 @@ fn has(haystack: &str, words: &[&str]) -> bool {
 }
 
 fn role(path: &str, problem: &Problem) -> Role {
-    let name = text::file_name(path);
-    if matches!(
-        name,
-        "Cargo.lock" | "poetry.lock" | "package-lock.json" | "yarn.lock" | "uv.lock" | "go.sum"
-    ) {
+    if relations::is_lockfile(path) {
         return Role::Lockfile;
     }
-    if matches!(
-        name,
-        "Cargo.toml" | "pyproject.toml" | "package.json" | "go.mod" | "setup.py"
-    ) || name.starts_with("requirements")
-    {
+    if relations::is_manifest(path) {
         return Role::Manifest;
     }
     if is_test_path(path) {
         return Role::Test;
     }
-    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    if matches!(
-        ext,
-        "ini" | "cfg" | "toml" | "yaml" | "yml" | "json" | "conf"
-    ) {
+    if relations::is_config(path) {
         return Role::Configuration;
     }
     let tested = problem
@@ -279,7 +267,14 @@ pub fn failure_type(problem: &Problem, roles: &BTreeSet<Role>) -> FailureType {
     ) {
         return FailureType::Lint;
     }
-    if has(&check, &["depend", "requirements", "lock"]) || roles.contains(&Role::Lockfile) {
+    let only_manifests = !roles.is_empty()
+        && roles
+            .iter()
+            .all(|r| matches!(r, Role::Manifest | Role::Lockfile));
+    if has(&check, &["depend", "requirements", "lock"])
+        || types.iter().any(|t| t.contains("Dependency"))
+        || only_manifests
+    {
         return FailureType::Dependency;
     }
     if has(&check, &["config", "settings"])
@@ -697,6 +692,59 @@ mod tests {
             out,
             "ImportError: cannot import name <name> from <name> (<path>) line <n> <id>"
         );
+    }
+
+    fn problem(step: &str, test: Option<&str>, types: &[&str]) -> Problem {
+        Problem {
+            key: format!("ci/{step}"),
+            job: "ci".into(),
+            step: step.into(),
+            command: step.into(),
+            test: test.map(str::to_string),
+            error_types: types.iter().map(|t| t.to_string()).collect(),
+            message: String::new(),
+            frames: vec![],
+            files: BTreeSet::new(),
+            statuses: vec![],
+            first_failed: 0,
+            last_failed: 0,
+            disappeared_at: Some(1),
+        }
+    }
+
+    #[test]
+    fn failure_types_come_from_errors_checks_and_what_the_repair_touched() {
+        let none = BTreeSet::new();
+        let ft = |p: &Problem, paths: &[&str]| {
+            let roles = paths.iter().map(|f| role(f, p)).collect();
+            failure_type(p, &roles)
+        };
+        let lint = problem("python3 tools/lint.py", None, &[]);
+        assert_eq!(failure_type(&lint, &none), FailureType::Lint);
+        let deps = problem("python3 tools/check_deps.py", None, &["DependencyError"]);
+        assert_eq!(
+            ft(&deps, &["requirements/runtime.txt"]),
+            FailureType::Dependency
+        );
+        let missing = problem("unit", None, &["ModuleNotFoundError"]);
+        assert_eq!(ft(&missing, &["pkg/compat.py"]), FailureType::ImportError);
+        assert_eq!(ft(&missing, &["requirements.txt"]), FailureType::Dependency);
+        let lock = problem("build", None, &[]);
+        assert_eq!(ft(&lock, &["Cargo.lock"]), FailureType::Dependency);
+        let config = problem("python3 tools/check_config.py", None, &["ConfigError"]);
+        assert_eq!(
+            ft(&config, &["ci/settings.ini"]),
+            FailureType::Configuration
+        );
+        let test = problem(
+            "unit",
+            Some("tests.test_calc.T.test_add"),
+            &["AssertionError"],
+        );
+        assert_eq!(ft(&test, &["app/calc.py"]), FailureType::TestFailure);
+        assert_eq!(role("app/calc.py", &test), Role::SourceUnderTest);
+        let syntax = problem("unit", None, &["SyntaxError"]);
+        assert_eq!(failure_type(&syntax, &none), FailureType::Build);
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn imports(hunk: &NetHunk) -> BTreeSet<String> {
         .collect()
 }
 
-fn is_config(path: &str) -> bool {
+pub(crate) fn is_config(path: &str) -> bool {
     let name = text::file_name(path);
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
     !is_manifest(path)
@@ -112,7 +112,7 @@ fn is_config(path: &str) -> bool {
         ) || name.starts_with('.') && !name.contains('/'))
 }
 
-fn is_lockfile(path: &str) -> bool {
+pub(crate) fn is_lockfile(path: &str) -> bool {
     matches!(
         text::file_name(path),
         "Cargo.lock"
@@ -127,7 +127,7 @@ fn is_lockfile(path: &str) -> bool {
     )
 }
 
-fn is_manifest(path: &str) -> bool {
+pub(crate) fn is_manifest(path: &str) -> bool {
     let name = text::file_name(path);
     is_lockfile(path)
         || matches!(
