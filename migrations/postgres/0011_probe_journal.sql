@@ -11,3 +11,12 @@ CREATE TABLE probe_journal (
     at               TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (investigation_id, revision, oracle)
 );
+
+-- The failure's classification at the bad revision (re-runs, decision,
+-- baseline), once an attempt decided it: a redelivered investigation does
+-- not re-run what classified it.
+CREATE TABLE reproduction_journal (
+    investigation_id TEXT PRIMARY KEY REFERENCES investigations(id) ON DELETE CASCADE,
+    classification   JSONB NOT NULL,
+    at               TIMESTAMPTZ NOT NULL DEFAULT now()
+);

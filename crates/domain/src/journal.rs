@@ -8,7 +8,9 @@
 //! engine's rule for seeding a search): a revision where the failure was
 //! seen (bad) or could not be tested, under the same oracle, and never under
 //! a flakiness-rate model. A "good" is journaled for the record but probed
-//! again, since a stricter model may need more passes.
+//! again, since a stricter model may need more passes. The classification
+//! at the bad revision is journaled once decided, so the re-runs that made
+//! it are not made again either.
 
 use crate::Result;
 use crate::bisect::ProbeResult;
@@ -42,6 +44,15 @@ pub trait ProbeJournal: Send + Sync {
     /// Records one judgement; a later judgement of the same revision under
     /// the same oracle replaces the earlier one.
     async fn record(&self, id: &InvestigationId, probe: &JournaledProbe) -> Result<()>;
+    /// The failure's classification at the bad revision (the engine's
+    /// `Classification` as JSON), once an attempt had decided it.
+    async fn classification(&self, id: &InvestigationId) -> Result<Option<serde_json::Value>>;
+    /// Keeps the decided classification; a later one replaces it.
+    async fn record_classification(
+        &self,
+        id: &InvestigationId,
+        classification: &serde_json::Value,
+    ) -> Result<()>;
 }
 
 /// The journal in memory: for tests of the logic, and for a process that
@@ -49,6 +60,7 @@ pub trait ProbeJournal: Send + Sync {
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
     probes: std::sync::Mutex<Vec<(InvestigationId, JournaledProbe)>>,
+    classifications: std::sync::Mutex<Vec<(InvestigationId, serde_json::Value)>>,
 }
 
 #[async_trait::async_trait]
@@ -68,6 +80,22 @@ impl ProbeJournal for MemoryJournal {
             !(i == id && p.revision == probe.revision && p.oracle == probe.oracle)
         });
         probes.push((id.clone(), probe.clone()));
+        Ok(())
+    }
+
+    async fn classification(&self, id: &InvestigationId) -> Result<Option<serde_json::Value>> {
+        let stored = self.classifications.lock().expect("journal lock");
+        Ok(stored.iter().find(|(i, _)| i == id).map(|(_, c)| c.clone()))
+    }
+
+    async fn record_classification(
+        &self,
+        id: &InvestigationId,
+        classification: &serde_json::Value,
+    ) -> Result<()> {
+        let mut stored = self.classifications.lock().expect("journal lock");
+        stored.retain(|(i, _)| i != id);
+        stored.push((id.clone(), classification.clone()));
         Ok(())
     }
 }

@@ -1,8 +1,10 @@
-//! The culprit search's side of the probe journal
-//! ([`tracelab_domain::journal`]): what an earlier process of the same
-//! investigation already judged, and a place to write new judgements.
+//! The engine's side of the probe journal ([`tracelab_domain::journal`]):
+//! what an earlier process of the same investigation already judged (the
+//! search's probes, the classification at the bad revision), and a place
+//! to write new judgements.
 
 use crate::agents::git_history::ProbeReport;
+use crate::agents::test_behaviour::Classification;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracelab_domain::Result;
@@ -15,13 +17,45 @@ pub struct SearchJournal {
     port: Arc<dyn ProbeJournal>,
     /// Loaded once, when the session opened.
     prior: Vec<JournaledProbe>,
+    /// The classification an earlier attempt decided, if any.
+    classified: Option<Classification>,
 }
 
 impl SearchJournal {
     /// Loads what was journaled for `id` so far.
     pub async fn open(id: InvestigationId, port: Arc<dyn ProbeJournal>) -> Result<Self> {
         let prior = port.load(&id).await?;
-        Ok(Self { id, port, prior })
+        // A classification that no longer reads (an older engine wrote it)
+        // is classified again, not an error.
+        let classified = port
+            .classification(&id)
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok());
+        Ok(Self {
+            id,
+            port,
+            prior,
+            classified,
+        })
+    }
+
+    /// The classification an earlier attempt of this investigation decided.
+    pub fn classified(&self) -> Option<&Classification> {
+        self.classified.as_ref()
+    }
+
+    /// Keeps the decided classification (logged on failure, like a probe).
+    pub async fn record_classification(&self, classification: &Classification) {
+        let value = match serde_json::to_value(classification) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(investigation = %self.id, error = %e, "cannot encode the classification for the journal");
+                return;
+            }
+        };
+        if let Err(e) = self.port.record_classification(&self.id, &value).await {
+            tracing::warn!(investigation = %self.id, error = %e, "cannot journal the classification");
+        }
     }
 
     /// Judgements from before this process that a search under `oracle`
@@ -43,9 +77,9 @@ impl SearchJournal {
             .collect()
     }
 
-    /// How many judgements were loaded.
+    /// How many judgements were loaded (the classification counts as one).
     pub fn loaded(&self) -> usize {
-        self.prior.len()
+        self.prior.len() + usize::from(self.classified.is_some())
     }
 
     /// Records a fresh judgement. The journal only saves work: a failure to

@@ -77,6 +77,13 @@ pub enum Reproduction {
 /// the sequential test decides without it). Unavailable when the test cannot
 /// run there at all.
 pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
+    if let Some(classification) = ctx.journal.as_ref().and_then(|j| j.classified()) {
+        ctx.progress.report(&format!(
+            "resuming: an earlier attempt classified the failure ({} of {} runs failed), not re-run",
+            classification.counts.failures, classification.counts.runs
+        ));
+        return Ok(Reproduction::Decided(classification.clone()));
+    }
     ctx.progress.report(&format!(
         "reproducing `{}` at {}",
         ctx.test.display(),
@@ -88,6 +95,9 @@ pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
         return Ok(Reproduction::FirstFailure(reproducer));
     }
     let classification = reproducer.finish(ctx, false).await?;
+    if let Some(journal) = &ctx.journal {
+        journal.record_classification(&classification).await;
+    }
     if let Some(reason) = &classification.blocked {
         return Err(Error::unavailable(format!(
             "the test could not run at the bad revision: {reason}"
@@ -184,6 +194,15 @@ async fn classify_with_early_search(
     let early = early_search(ctx, baseline, &output, good);
     let suspects = code_path::suspects_for(ctx, Some(output.clone()));
     let rest = reproducer.finish(ctx, true);
+    // The classification is journaled as soon as it is decided, while the
+    // search may still run: a redelivery then skips the re-runs.
+    let rest = async {
+        let classification = rest.await?;
+        if let Some(journal) = &ctx.journal {
+            journal.record_classification(&classification).await;
+        }
+        Ok::<_, Error>(classification)
+    };
     let (search, suspects, classification) = futures::future::join3(early, suspects, rest).await;
     let classification = classification?;
     report_behaviour(ctx, &classification);

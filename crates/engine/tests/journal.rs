@@ -1,7 +1,7 @@
 //! The probe journal: a second process of the same investigation (the
-//! fleet's redelivery after an investigator died) resumes the culprit search
-//! from what the first one journaled instead of probing those revisions
-//! again. Counted through the fixture's own side channel (each test run
+//! fleet's redelivery after an investigator died) resumes from what the
+//! first one journaled — the failure's classification and the culprit
+//! search's judgements — instead of running them again. Counted through the fixture's own side channel (each test run
 //! appends `<folder> <pid> <revision>` to a file), not through the engine.
 
 use std::collections::BTreeSet;
@@ -16,6 +16,20 @@ use tracelab_engine::session::{Session, prepare};
 use tracelab_engine::{EngineConfig, InvestigateRequest, Silent};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_testkit::scenarios;
+
+/// Runs at the bad revision in `probe-…` worktrees: the reproduction's
+/// re-runs and the test-behaviour checks.
+fn runs_at_bad(log: &Path, bad: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| {
+            let mut parts = line.split(' ');
+            let folder = parts.next().unwrap_or_default();
+            folder.starts_with("probe-") && parts.nth(1) == Some(bad)
+        })
+        .count()
+}
 
 /// Revisions the search probed (runs in `probe-…` worktrees, other than
 /// the re-runs at the bad revision), one entry per run.
@@ -98,6 +112,7 @@ async fn resumes(given_good: bool) {
     let first = attempt(&s, &id, journal.clone(), good).await;
     assert_eq!(first, s.culprit);
     let first_runs = probe_runs(&log, &s.head);
+    let first_at_bad = runs_at_bad(&log, &s.head);
     let journaled = journal.load(&id).await.unwrap();
     let reusable: BTreeSet<String> = journaled
         .iter()
@@ -116,6 +131,14 @@ async fn resumes(given_good: bool) {
         "the resumed search names the same culprit"
     );
     let second_runs = probe_runs(&log, &s.head);
+    // The classification was journaled: its re-runs (a deterministic failure
+    // needs 17 in a row) are not made again; only the environment checks
+    // run at bad.
+    let second_at_bad = runs_at_bad(&log, &s.head);
+    assert!(
+        second_at_bad + 17 <= first_at_bad,
+        "runs at bad: first attempt {first_at_bad}, second {second_at_bad}"
+    );
     let again: Vec<&String> = second_runs
         .iter()
         .filter(|r| reusable.contains(*r))

@@ -64,4 +64,31 @@ impl ProbeJournal for PgStore {
         .map_err(db_error)?;
         Ok(())
     }
+
+    async fn classification(&self, id: &InvestigationId) -> Result<Option<serde_json::Value>> {
+        sqlx::query_scalar(
+            "SELECT classification FROM reproduction_journal WHERE investigation_id = $1",
+        )
+        .bind(&id.0)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_error)
+    }
+
+    async fn record_classification(
+        &self,
+        id: &InvestigationId,
+        classification: &serde_json::Value,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO reproduction_journal (investigation_id, classification) VALUES ($1, $2) \
+             ON CONFLICT (investigation_id) DO UPDATE SET classification = EXCLUDED.classification, at = now()",
+        )
+        .bind(&id.0)
+        .bind(classification)
+        .execute(self.pool())
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
 }

@@ -90,5 +90,14 @@ async fn judgements_are_kept_per_revision_and_oracle_and_a_later_one_replaces_an
             .await
             .is_err()
     );
+
+    // The classification: none until recorded, the later one stands.
+    assert_eq!(store.classification(&id).await.unwrap(), None);
+    let first = serde_json::json!({"decision": {"behaviour": "deterministic"}, "runs": 18});
+    store.record_classification(&id, &first).await.unwrap();
+    let second = serde_json::json!({"decision": {"behaviour": "flaky"}, "runs": 40});
+    store.record_classification(&id, &second).await.unwrap();
+    assert_eq!(store.classification(&id).await.unwrap(), Some(second));
+    assert_eq!(store.classification(&other).await.unwrap(), None);
     common::drop_schema(&store, &schema).await;
 }
