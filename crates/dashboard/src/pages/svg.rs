@@ -54,16 +54,7 @@ pub(crate) fn culprit_search(b: &BisectSummary, culprit: Option<&CommitInfo>) ->
             } @else {
                 rect.zone-unknown x=(LEFT) y=(AXIS_Y - 9.0) width=(RIGHT - LEFT) height="18" {}
             }
-            line.axis x1=(LEFT) y1=(AXIS_Y) x2=(RIGHT) y2=(AXIS_Y) {}
-            circle.good cx=(LEFT) cy=(AXIS_Y) r="8" {}
-            text.end x=(LEFT) y=(AXIS_Y + 28.0) text-anchor="middle" {
-                @match &b.good {
-                    Some(g) => { "good " (short(g)) },
-                    None => "no good revision",
-                }
-            }
-            circle.bad cx=(RIGHT) cy=(AXIS_Y) r="8" {}
-            text.end x=(RIGHT) y=(AXIS_Y + 28.0) text-anchor="middle" { "bad " (short(&b.bad)) }
+            (range_ends(b))
             @if let Some(c) = culprit {
                 path.culprit d=(format!("M {mid} {} l -9 -16 h 18 z", AXIS_Y - 11.0)) {}
                 line.culprit x1=(mid) y1=(AXIS_Y - 11.0) x2=(mid) y2=(AXIS_Y + 11.0) {}
@@ -93,6 +84,22 @@ pub(crate) fn culprit_search(b: &BisectSummary, culprit: Option<&CommitInfo>) ->
                 }
             }
         }
+    }
+}
+
+/// The axis from the good revision (left) to the bad one (right), both figures'.
+fn range_ends(b: &BisectSummary) -> Markup {
+    html! {
+        line.axis x1=(LEFT) y1=(AXIS_Y) x2=(RIGHT) y2=(AXIS_Y) {}
+        circle.good cx=(LEFT) cy=(AXIS_Y) r="8" {}
+        text.end x=(LEFT) y=(AXIS_Y + 28.0) text-anchor="middle" {
+            @match &b.good {
+                Some(g) => { "good " (short(g)) },
+                None => "no good revision",
+            }
+        }
+        circle.bad cx=(RIGHT) cy=(AXIS_Y) r="8" {}
+        text.end x=(RIGHT) y=(AXIS_Y + 28.0) text-anchor="middle" { "bad " (short(&b.bad)) }
     }
 }
 
@@ -144,16 +151,7 @@ fn search_timeline(b: &BisectSummary, culprit: Option<&CommitInfo>) -> Markup {
             } @else {
                 rect.zone-unknown x=(LEFT) y=(AXIS_Y - 9.0) width=(RIGHT - LEFT) height="18" {}
             }
-            line.axis x1=(LEFT) y1=(AXIS_Y) x2=(RIGHT) y2=(AXIS_Y) {}
-            circle.good cx=(LEFT) cy=(AXIS_Y) r="8" {}
-            text.end x=(LEFT) y=(AXIS_Y + 28.0) text-anchor="middle" {
-                @match &b.good {
-                    Some(g) => { "good " (short(g)) },
-                    None => "no good revision",
-                }
-            }
-            circle.bad cx=(RIGHT) cy=(AXIS_Y) r="8" {}
-            text.end x=(RIGHT) y=(AXIS_Y + 28.0) text-anchor="end" { "bad " (short(&b.bad)) }
+            (range_ends(b))
             @if let (Some(cx), Some(c)) = (culprit_x, culprit) {
                 path.culprit d=(format!("M {cx} {} l -9 -16 h 18 z", AXIS_Y - 11.0)) {}
                 line.culprit x1=(cx) y1=(AXIS_Y - 11.0) x2=(cx) y2=(height - 10.0) {}
