@@ -13,6 +13,7 @@ use tracelab_codehost::fakes::{self, remote_branch};
 use tracelab_domain::audit::AuditAction;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::HandOffStore;
+use tracelab_testkit::git;
 use tracelab_testkit::git_server::GitHttp;
 use tracelab_testkit::scenarios;
 
@@ -43,21 +44,6 @@ fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A bare copy of `repo` at `served/<project>.git`, served over smart

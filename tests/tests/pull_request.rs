@@ -14,6 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tracelab_codehost::fakes::{self, remote_branch};
 use tracelab_e2e::{Fleet, FleetOptions, backends};
+use tracelab_testkit::git;
 use tracelab_testkit::git_server::GitHttp;
 use tracelab_testkit::scenarios;
 
@@ -72,21 +73,6 @@ impl Api<'_> {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     }
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

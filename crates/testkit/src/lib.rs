@@ -14,6 +14,22 @@ pub mod secrets;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Runs git in `dir` and returns trimmed stdout; panics on failure (tests only).
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A git repository in a temporary directory, removed on drop.
 #[derive(Debug)]
 pub struct FixtureRepo {

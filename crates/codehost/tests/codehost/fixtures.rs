@@ -3,8 +3,6 @@
 //! a report to render, and a log capture.
 
 use std::io::Write;
-use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracelab_codehost::{PullRequestRequest, Pusher};
@@ -18,6 +16,7 @@ use tracelab_domain::state::InvestigationState;
 use tracelab_domain::verdict::Verdict;
 use tracelab_repos::{CredentialSetting, RepositorySettings};
 use tracelab_testkit::FixtureRepo;
+pub use tracelab_testkit::git;
 use tracelab_testkit::git_server::GitHttp;
 
 pub const BRANCH: &str = "ai-debug/PVS-421-h2";
@@ -147,22 +146,6 @@ impl Remote {
             project: None,
         }
     }
-}
-
-/// Runs git in `dir`; panics on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 pub use tracelab_codehost::fakes::remote_branch;

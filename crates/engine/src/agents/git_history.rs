@@ -4,6 +4,7 @@
 //! given.
 
 use crate::context::Context;
+use crate::journal::SearchJournal;
 use crate::oracle::Overlay;
 use crate::probe::{Judged, run_judged_overlaid};
 use futures::future::join_all;
@@ -71,28 +72,39 @@ impl FlakeModel {
 
 /// The judgements a search used, in order, for the report's timeline.
 #[derive(Default)]
-struct Trail(Vec<(String, u32, ProbeReport, bool)>);
+struct Trail(Vec<ProbeRecord>);
 
 impl Trail {
-    fn push(&mut self, revision: &str, round: u32, report: ProbeReport, reused: bool) {
-        self.0.push((revision.to_string(), round, report, reused));
+    /// A fresh judgement made in `round`.
+    fn probed(&mut self, revision: &str, round: u32, report: ProbeReport) {
+        self.push(revision, round, report.result, report.runs, false);
     }
 
-    fn has(&self, revision: &str) -> bool {
-        self.0.iter().any(|(r, ..)| r == revision)
+    /// A judgement taken as it was (an earlier search's or attempt's).
+    fn reused(&mut self, revision: &str, result: ProbeResult) {
+        if !self.0.iter().any(|p| p.revision == revision) {
+            self.push(revision, 0, result, 0, true);
+        }
+    }
+
+    fn push(&mut self, revision: &str, round: u32, result: ProbeResult, runs: u32, reused: bool) {
+        self.0.push(ProbeRecord {
+            revision: revision.to_string(),
+            position: None,
+            round,
+            result,
+            runs,
+            reused,
+        });
     }
 
     /// With each revision's position in the candidate range (`index`).
-    fn records(&self, index: &HashMap<&str, usize>) -> Vec<ProbeRecord> {
+    fn records(self, index: &HashMap<&str, usize>) -> Vec<ProbeRecord> {
         self.0
-            .iter()
-            .map(|(revision, round, report, reused)| ProbeRecord {
-                revision: revision.clone(),
-                position: index.get(revision.as_str()).copied(),
-                round: if *reused { 0 } else { *round },
-                result: report.result,
-                runs: if *reused { 0 } else { report.runs },
-                reused: *reused,
+            .into_iter()
+            .map(|p| ProbeRecord {
+                position: index.get(p.revision.as_str()).copied(),
+                ..p
             })
             .collect()
     }
@@ -207,40 +219,24 @@ async fn probe_rate(
 /// [`probe_all`], reusing judgements already known to say the failure is
 /// there (bad) or cannot be tested; a known "good" may have come from a
 /// weaker model and is probed again.
-///
-/// Judgements journaled by an earlier process of the investigation count as
-/// known under the same rule (and without a background rate); fresh ones
-/// are journaled.
 async fn probe_unknown(
     ctx: &Context,
     revisions: &[String],
     model: &FlakeModel,
     known: &HashMap<String, ProbeReport>,
 ) -> Result<Vec<ProbeReport>> {
-    let oracle = model.oracle();
-    let journaled = match (&ctx.journal, model.background_rate) {
-        (Some(journal), None) => journal.reusable(oracle),
-        _ => HashMap::new(),
-    };
     let reuse = |r: &String| {
         known
             .get(r)
             .copied()
             .filter(|k| k.result != ProbeResult::Good)
-            .or_else(|| journaled.get(r).copied())
     };
     let todo: Vec<String> = revisions
         .iter()
         .filter(|r| reuse(r).is_none())
         .cloned()
         .collect();
-    let fresh = probe_all(ctx, &todo, model).await?;
-    if let (Some(journal), None) = (&ctx.journal, model.background_rate) {
-        for (revision, report) in todo.iter().zip(&fresh) {
-            journal.record(revision, oracle, *report).await;
-        }
-    }
-    let mut fresh = fresh.into_iter();
+    let mut fresh = probe_all(ctx, &todo, model).await?.into_iter();
     Ok(revisions
         .iter()
         .map(|r| reuse(r).unwrap_or_else(|| fresh.next().expect("one report per probe")))
@@ -253,10 +249,34 @@ async fn probe_all(
     revisions: &[String],
     model: &FlakeModel,
 ) -> Result<Vec<ProbeReport>> {
-    join_all(revisions.iter().map(|r| probe(ctx, r, model)))
+    let reports = join_all(revisions.iter().map(|r| probe(ctx, r, model)))
         .await
         .into_iter()
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(journal) = journal_for(ctx, model) {
+        for (revision, report) in revisions.iter().zip(&reports) {
+            journal.record(revision, model.oracle(), *report).await;
+        }
+    }
+    Ok(reports)
+}
+
+/// The probe journal, where its judgements hold: never under a flakiness-rate
+/// model, whose "bad" means a raised rate, not a seen failure.
+fn journal_for<'a>(ctx: &'a Context, model: &FlakeModel) -> Option<&'a SearchJournal> {
+    ctx.journal
+        .as_deref()
+        .filter(|_| model.background_rate.is_none())
+}
+
+/// Adds what an earlier attempt of this investigation journaled under the
+/// model's oracle to `known` (the search takes those as it takes a seed).
+fn seed_from_journal(ctx: &Context, model: &FlakeModel, known: &mut HashMap<String, ProbeReport>) {
+    if let Some(journal) = journal_for(ctx, model) {
+        for (revision, report) in journal.reusable(model.oracle()) {
+            known.entry(revision).or_insert(report);
+        }
+    }
 }
 
 /// The probability that every "good" judgement was right.
@@ -363,7 +383,10 @@ async fn find_good(
         let reports = probe_unknown(ctx, &revisions, model, known).await?;
         for ((rev, report), was_known) in revisions.iter().zip(&reports).zip(before) {
             known.insert(rev.clone(), *report);
-            trail.push(rev, *rounds, *report, was_known);
+            match was_known {
+                true => trail.reused(rev, report.result),
+                false => trail.probed(rev, *rounds, *report),
+            }
         }
         if let Some((rev, _)) = revisions
             .iter()
@@ -403,6 +426,7 @@ pub async fn find_culprit(
     let mut owned = model.clone();
     let git = ctx.pool.workspace().git().clone();
     let mut known: HashMap<String, ProbeReport> = seed;
+    seed_from_journal(ctx, &owned, &mut known);
     let mut rounds = 0u32;
     let mut trail = Trail::default();
     let mut summary = BisectSummary {
@@ -428,6 +452,7 @@ pub async fn find_culprit(
         // with each revision's own tests.
         fall_back_to_own_tests(ctx, &mut owned, "the older revisions");
         known.clear();
+        seed_from_journal(ctx, &owned, &mut known);
         trail = Trail::default();
         found = find_good(ctx, &owned, &mut known, &mut rounds, &mut trail).await?;
     }
@@ -483,26 +508,13 @@ pub async fn find_culprit(
         .collect();
     summary.candidates = commits.len();
     let mut search = CulpritSearch::new(&parents)?;
-    // What an earlier process of this investigation judged (the journal)
-    // counts as known under the seed's rule.
-    let journal = ctx
-        .journal
-        .as_ref()
-        .filter(|_| model.background_rate.is_none());
-    if let Some(journal) = journal {
-        for (rev, report) in journal.reusable(model.oracle()) {
-            known.entry(rev).or_insert(report);
-        }
-    }
     for (rev, report) in &known {
         if let Some(&i) = index.get(rev.as_str())
             && report.result != ProbeResult::Good
             && i + 1 != commits.len()
         {
             search.record(i, report.result)?;
-            if !trail.has(rev) {
-                trail.push(rev, 0, *report, true);
-            }
+            trail.reused(rev, report.result);
         }
     }
 
@@ -529,12 +541,7 @@ pub async fn find_culprit(
         let round = search.rounds() + rounds;
         let reports = probe_all(ctx, &revisions, model).await?;
         for (revision, report) in revisions.iter().zip(&reports) {
-            trail.push(revision, round, *report, false);
-        }
-        if let Some(journal) = journal {
-            for (revision, report) in revisions.iter().zip(&reports) {
-                journal.record(revision, model.oracle(), *report).await;
-            }
+            trail.probed(revision, round, *report);
         }
         let mut contradiction = None;
         for ((&i, rev), report) in probes.iter().zip(&revisions).zip(&reports) {
