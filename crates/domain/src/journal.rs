@@ -100,60 +100,9 @@ impl ProbeJournal for MemoryJournal {
     }
 }
 
-/// `ProbeResult` as stored text (`good`, `bad`, `untestable`).
-pub fn result_name(result: ProbeResult) -> &'static str {
-    match result {
-        ProbeResult::Good => "good",
-        ProbeResult::Bad => "bad",
-        ProbeResult::Untestable => "untestable",
-    }
-}
-
-/// The inverse of [`result_name`].
-pub fn parse_result(name: &str) -> Option<ProbeResult> {
-    match name {
-        "good" => Some(ProbeResult::Good),
-        "bad" => Some(ProbeResult::Bad),
-        "untestable" => Some(ProbeResult::Untestable),
-        _ => None,
-    }
-}
-
-/// `OracleMode` as stored text (its serde name).
-pub fn oracle_name(oracle: OracleMode) -> &'static str {
-    match oracle {
-        OracleMode::TestsAtBad => "tests_at_bad",
-        OracleMode::TestsAtRevision => "tests_at_revision",
-    }
-}
-
-/// The inverse of [`oracle_name`].
-pub fn parse_oracle(name: &str) -> Option<OracleMode> {
-    match name {
-        "tests_at_bad" => Some(OracleMode::TestsAtBad),
-        "tests_at_revision" => Some(OracleMode::TestsAtRevision),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for r in [ProbeResult::Good, ProbeResult::Bad, ProbeResult::Untestable] {
-            assert_eq!(parse_result(result_name(r)), Some(r));
-        }
-        for o in [OracleMode::TestsAtBad, OracleMode::TestsAtRevision] {
-            assert_eq!(parse_oracle(oracle_name(o)), Some(o));
-            assert_eq!(
-                serde_json::to_value(o).unwrap(),
-                serde_json::json!(oracle_name(o))
-            );
-        }
-        assert_eq!(parse_result("maybe"), None);
-    }
 
     #[test]
     fn only_bad_and_untestable_under_the_same_oracle_are_reused() {

@@ -6,9 +6,7 @@ use crate::pg_error::db_error;
 use crate::postgres::PgStore;
 use sqlx::Row;
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::journal::{
-    JournaledProbe, ProbeJournal, oracle_name, parse_oracle, parse_result, result_name,
-};
+use tracelab_domain::journal::{JournaledProbe, ProbeJournal};
 use tracelab_domain::{Error, Result};
 
 #[async_trait::async_trait]
@@ -29,15 +27,10 @@ impl ProbeJournal for PgStore {
                     let n: i32 = row.try_get(column).map_err(db_error)?;
                     u32::try_from(n).map_err(|_| Error::internal(format!("negative {column}")))
                 };
-                let (oracle, result) = (text("oracle")?, text("result")?);
                 Ok(JournaledProbe {
                     revision: text("revision")?,
-                    oracle: parse_oracle(&oracle).ok_or_else(|| {
-                        Error::internal(format!("journaled probe with unknown oracle {oracle:?}"))
-                    })?,
-                    result: parse_result(&result).ok_or_else(|| {
-                        Error::internal(format!("journaled probe with unknown result {result:?}"))
-                    })?,
+                    oracle: from_stored("oracle", text("oracle")?)?,
+                    result: from_stored("result", text("result")?)?,
                     runs: count("runs")?,
                     passes: count("passes")?,
                 })
@@ -55,8 +48,8 @@ impl ProbeJournal for PgStore {
         )
         .bind(&id.0)
         .bind(&probe.revision)
-        .bind(oracle_name(probe.oracle))
-        .bind(result_name(probe.result))
+        .bind(stored(probe.oracle)?)
+        .bind(stored(probe.result)?)
         .bind(count(probe.runs))
         .bind(count(probe.passes))
         .execute(self.pool())
@@ -91,4 +84,20 @@ impl ProbeJournal for PgStore {
         .map_err(db_error)?;
         Ok(())
     }
+}
+
+/// An enum as stored text: its serde name (`tests_at_bad`, `untestable`).
+fn stored<T: serde::Serialize>(value: T) -> Result<String> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => Ok(name),
+        other => Err(Error::internal(format!(
+            "journal value without a name: {other:?}"
+        ))),
+    }
+}
+
+/// The inverse of [`stored`], naming the column when the text is unknown.
+fn from_stored<T: serde::de::DeserializeOwned>(column: &str, text: String) -> Result<T> {
+    serde_json::from_value(serde_json::Value::String(text.clone()))
+        .map_err(|_| Error::internal(format!("journaled probe with unknown {column} {text:?}")))
 }
