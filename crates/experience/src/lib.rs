@@ -13,8 +13,11 @@
 //! [`evidence`] (runner output → failures) → [`problems`] (atomic problems
 //! and their status per revision) → [`hunks`] + [`relations`] (the net diff's
 //! hunks and how they relate) → [`endpoint`] and [`development`] (the two
-//! views) → [`reconcile`] → [`records`].
+//! views) → [`reconcile`] → [`records`]. The experience agent reads them
+//! back through [`retrieve`] (scope, matching, applicability) and [`apply`]
+//! (an L1 record's hunks re-applied to a file).
 
+pub mod apply;
 pub mod development;
 pub mod endpoint;
 pub mod evidence;
@@ -25,6 +28,7 @@ pub mod reconcile;
 pub mod reconstruct;
 pub mod records;
 pub mod relations;
+pub mod retrieve;
 mod text;
 
 pub use model::{CiRun, Failure, History, JobRun, Revision, StepRun, StepStatus};
