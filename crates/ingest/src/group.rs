@@ -7,6 +7,7 @@
 //! PostgreSQL store (`SELECT ... FOR UPDATE`, call `observe`, `UPDATE ...
 //! WHERE version = $n`) behaves exactly like [`InMemoryGroupStore`].
 
+pub use crate::group_page::{GroupCursor, GroupPage, GroupQuery, GroupState, MAX_PAGE};
 use crate::model::{Failure, FailureKind, Language};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -104,6 +105,9 @@ pub struct Occurrence {
     pub kind: FailureKind,
     pub language: Language,
     pub test_id: Option<String>,
+    /// The repository it happened in (`owner/name`), when the report named one.
+    #[serde(default)]
+    pub repository: Option<String>,
 }
 
 impl Occurrence {
@@ -123,6 +127,7 @@ impl Occurrence {
             kind: f.kind,
             language: f.language,
             test_id: f.test_id.clone(),
+            repository: None,
         }
     }
 
@@ -139,6 +144,7 @@ impl Occurrence {
             kind,
             language,
             test_id: None,
+            repository: None,
         }
     }
 
@@ -152,6 +158,12 @@ impl Occurrence {
     /// The test that failed.
     pub fn in_test(mut self, test_id: &str) -> Self {
         self.test_id = Some(test_id.to_owned());
+        self
+    }
+
+    /// The repository it happened in.
+    pub fn in_repository(mut self, repository: Option<&str>) -> Self {
+        self.repository = repository.map(str::to_owned);
         self
     }
 }
@@ -186,6 +198,9 @@ pub struct FailureGroup {
     /// Affected branches (at most [`MAX_TRACKED`]).
     pub branches: BTreeSet<String>,
     pub test_ids: BTreeSet<String>,
+    /// Repositories it was seen in (at most [`MAX_TRACKED`]).
+    #[serde(default)]
+    pub repositories: BTreeSet<String>,
     pub status: GroupStatus,
     /// Times the group came back after being resolved.
     pub regressions: u32,
@@ -231,6 +246,7 @@ impl FailureGroup {
             commits: BTreeSet::new(),
             branches: BTreeSet::new(),
             test_ids: BTreeSet::new(),
+            repositories: BTreeSet::new(),
             status: GroupStatus::Open,
             regressions: 0,
             investigation: None,
@@ -239,6 +255,7 @@ impl FailureGroup {
         track(&mut g.commits, &occ.commit);
         track(&mut g.branches, &occ.branch);
         track(&mut g.test_ids, &occ.test_id);
+        track(&mut g.repositories, &occ.repository);
         g
     }
 
@@ -253,6 +270,7 @@ impl FailureGroup {
         track(&mut self.commits, &occ.commit);
         track(&mut self.branches, &occ.branch);
         track(&mut self.test_ids, &occ.test_id);
+        track(&mut self.repositories, &occ.repository);
         match self.status.clone() {
             GroupStatus::Resolved { at, commit } if occ.at >= at => {
                 self.status = GroupStatus::Open;
@@ -451,8 +469,13 @@ pub trait GroupStore: Send + Sync {
         at: i64,
         reason: Reason,
     ) -> Result<FailureGroup>;
-    /// Groups ordered by last sighting, newest first.
-    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>>;
+    /// One page of the groups [`GroupQuery`] asks for, in its order
+    /// (exactly [`GroupQuery::apply`] over every stored group).
+    async fn page(&self, query: &GroupQuery) -> Result<GroupPage>;
+    /// The first `limit` groups ordered by last sighting, newest first.
+    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
+        Ok(self.page(&GroupQuery::first(limit)).await?.groups)
+    }
 }
 
 /// A [`GroupStore`] in process memory (the embedded mode and tests).
@@ -530,17 +553,8 @@ impl GroupStore for InMemoryGroupStore {
         })
     }
 
-    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
-        self.with(|groups| {
-            let mut v: Vec<FailureGroup> = groups.values().cloned().collect();
-            v.sort_by(|a, b| {
-                b.last_seen
-                    .cmp(&a.last_seen)
-                    .then_with(|| a.key.cmp(&b.key))
-            });
-            v.truncate(limit);
-            Ok(v)
-        })
+    async fn page(&self, query: &GroupQuery) -> Result<GroupPage> {
+        self.with(|groups| Ok(query.apply(groups.values())))
     }
 }
 

@@ -49,6 +49,7 @@ pub mod ci;
 mod detect;
 mod error;
 mod group;
+mod group_page;
 mod input;
 mod model;
 mod normalize;
@@ -65,9 +66,9 @@ pub use ci::{CiFailureReport, CiParseOutput, parse_ci_report};
 pub use detect::detect;
 pub use error::{Error, ErrorKind, Result};
 pub use group::{
-    Decision, FailureGroup, GroupKey, GroupStatus, GroupStore, InMemoryGroupStore,
-    InvestigationMark, MAX_TRACKED, Observation, Occurrence, Policy, Reason, SkipReason, Trigger,
-    decide, triage,
+    Decision, FailureGroup, GroupCursor, GroupKey, GroupPage, GroupQuery, GroupState, GroupStatus,
+    GroupStore, InMemoryGroupStore, InvestigationMark, MAX_PAGE, MAX_TRACKED, Observation,
+    Occurrence, Policy, Reason, SkipReason, Trigger, decide, triage,
 };
 pub use input::{BoundedInput, read_bounded};
 pub use model::{

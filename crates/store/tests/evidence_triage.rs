@@ -20,6 +20,7 @@ fn occurrence(at: i64, commit: &str) -> Occurrence {
         kind: FailureKind::TestFailure,
         language: Language::Python,
         test_id: Some("tests/test_x.py::test_a".into()),
+        repository: None,
     }
 }
 

@@ -16,6 +16,7 @@ fn occurrence(key: &str, at: i64, commit: &str) -> Occurrence {
         kind: FailureKind::TestFailure,
         language: Language::Python,
         test_id: None,
+        repository: None,
     }
 }
 

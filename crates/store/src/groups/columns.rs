@@ -3,13 +3,16 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracelab_ingest::{Error, FailureGroup, GroupKey, GroupStatus, InvestigationMark, Result};
+use tracelab_ingest::{
+    Error, FailureGroup, GroupKey, GroupQuery, GroupStatus, InvestigationMark, Language, Result,
+};
 
 /// The column list, in the order every query uses.
 macro_rules! group_columns {
     () => {
         "group_key, title, kind, language, first_seen, last_seen, count, commits, branches, \
-         test_ids, status, resolved_at, resolved_commit, regressions, investigation, version"
+         test_ids, status, resolved_at, resolved_commit, regressions, investigation, version, \
+         repositories"
     };
 }
 pub(crate) use group_columns;
@@ -33,6 +36,7 @@ pub(crate) struct Columns {
     pub regressions: i32,
     pub investigation: Option<serde_json::Value>,
     pub version: i64,
+    pub repositories: Vec<String>,
 }
 
 /// A unit enum's serde name (`log_error`, `python`).
@@ -89,6 +93,7 @@ impl Columns {
                     Error::Internal(format!("cannot encode the investigation mark: {e}"))
                 })?,
             version: to_i64("version", g.version)?,
+            repositories: g.repositories.iter().cloned().collect(),
         })
     }
 
@@ -127,6 +132,7 @@ impl Columns {
             commits: self.commits.into_iter().collect(),
             branches: self.branches.into_iter().collect(),
             test_ids: self.test_ids.into_iter().collect(),
+            repositories: self.repositories.into_iter().collect(),
             status,
             regressions: u32::try_from(self.regressions).map_err(|_| {
                 Error::Internal(format!(
@@ -149,4 +155,15 @@ pub(crate) fn status_name(s: &str) -> Result<&'static str> {
             "unknown group status {other:?} in store"
         ))),
     }
+}
+
+/// A language as the `language` column stores it.
+pub(crate) fn language_name(l: Language) -> Result<String> {
+    enum_name(&l)
+}
+
+/// Rows a page query fetches: the page and one more, which only tells
+/// whether a next page exists.
+pub(crate) fn page_rows(q: &GroupQuery) -> i64 {
+    i64::try_from(q.page_size() + 1).unwrap_or(i64::MAX)
 }

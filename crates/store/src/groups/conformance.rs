@@ -9,8 +9,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tracelab_ingest::{
-    Decision, ErrorKind, FailureGroup, FailureKind, GroupKey, GroupStatus, GroupStore, Language,
-    MAX_TRACKED, Observation, Occurrence, Policy, Reason, SkipReason, Trigger, triage,
+    Decision, ErrorKind, FailureGroup, FailureKind, GroupKey, GroupQuery, GroupState, GroupStatus,
+    GroupStore, Language, MAX_TRACKED, Observation, Occurrence, Policy, Reason, SkipReason,
+    Trigger, triage,
 };
 
 /// Runs every check against `store`. Concurrency checks spawn tasks, so call
@@ -25,6 +26,7 @@ pub async fn run<S: GroupStore + 'static>(store: Arc<S>) {
     text_round_trips(&*store, &tag).await;
     triage_marks_once(&*store, &tag).await;
     concurrent_records_all_count(store.clone(), &tag).await;
+    pages_follow_the_model(&*store, &tag).await;
     // Last: its groups are the newest, so the ordering check sees only them.
     list_is_newest_first(&*store, &tag).await;
 }
@@ -40,6 +42,7 @@ pub fn occurrence(key: &str, at: i64, commit: Option<&str>, branch: Option<&str>
         kind: FailureKind::Exception,
         language: Language::Python,
         test_id: None,
+        repository: None,
     }
 }
 
@@ -394,4 +397,107 @@ async fn list_is_newest_first(store: &dyn GroupStore, tag: &str) {
         store.list(0).await.unwrap().is_empty(),
         "limit 0 lists nothing"
     );
+}
+
+/// `page` returns exactly what the pure rule ([`GroupQuery::apply`]) gives
+/// over the same groups, for every filter, and its cursor walks every
+/// matching group once, in order, across pages.
+async fn pages_follow_the_model(store: &dyn GroupStore, tag: &str) {
+    let repo = format!("acme-{tag}/api");
+    let other = format!("acme-{tag}/web");
+    let mut model: Vec<FailureGroup> = Vec::new();
+    for i in 0..9i64 {
+        let key = format!("stack:{tag}:page-{i}");
+        // Ties on last_seen (i / 2) exercise the key tie-break across pages.
+        let mut o = occurrence(&key, 5_000 + i / 2, Some("c1"), Some("main"));
+        o.repository = Some(if i % 3 == 2 { &other } else { &repo }.clone());
+        o.language = if i % 2 == 0 {
+            Language::Python
+        } else {
+            Language::Go
+        };
+        let (g, _) = store.record(&o).await.expect("record");
+        let mut expected = FailureGroup::new(&o);
+        if i % 4 == 0 {
+            // Seen in the other repository too: listed under both.
+            let mut again = o.clone();
+            again.repository = Some(other.clone());
+            store.record(&again).await.expect("record again");
+            expected.observe(&again);
+        }
+        if i == 5 {
+            store.resolve(&g.key, 6_000, None).await.expect("resolve");
+            expected.resolve(6_000, None);
+        }
+        assert_eq!(
+            stored(store, &g.key).await,
+            expected,
+            "group {i} with its repositories"
+        );
+        model.push(expected);
+    }
+    let queries = [
+        GroupQuery {
+            repository: Some(repo.clone()),
+            limit: 3,
+            ..GroupQuery::default()
+        },
+        GroupQuery {
+            repository: Some(other.clone()),
+            limit: 2,
+            ..GroupQuery::default()
+        },
+        GroupQuery {
+            repository: Some(repo.clone()),
+            state: Some(GroupState::Open),
+            language: Some(Language::Go),
+            limit: 1,
+            ..GroupQuery::default()
+        },
+        GroupQuery {
+            repository: Some(repo.clone()),
+            state: Some(GroupState::Resolved),
+            limit: 10,
+            ..GroupQuery::default()
+        },
+        GroupQuery {
+            repository: Some(repo.clone()),
+            since: Some(5_003),
+            limit: 2,
+            ..GroupQuery::default()
+        },
+        GroupQuery {
+            repository: Some(format!("{repo}-none")),
+            limit: 5,
+            ..GroupQuery::default()
+        },
+    ];
+    for q0 in queries {
+        let everything = GroupQuery {
+            limit: usize::MAX,
+            after: None,
+            ..q0.clone()
+        }
+        .apply(&model);
+        let mut q = q0.clone();
+        let mut walked = Vec::new();
+        for round in 0.. {
+            assert!(round <= model.len(), "{q0:?}: the cursor never ends");
+            let page = store.page(&q).await.expect("page");
+            assert_eq!(
+                page,
+                q.apply(&model),
+                "{q:?}: the store's page is the model's"
+            );
+            walked.extend(page.groups);
+            match page.next {
+                Some(next) => q.after = Some(next.to_string().parse().expect("cursor")),
+                None => break,
+            }
+        }
+        assert_eq!(
+            walked, everything.groups,
+            "{q0:?}: pages walk every match once, in order"
+        );
+    }
 }

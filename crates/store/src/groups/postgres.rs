@@ -8,12 +8,13 @@
 //! exactly one of them sees [`Observation::New`]; groups with different keys
 //! do not block each other.
 
-use super::columns::{Columns, group_columns, status_name};
+use super::columns::{Columns, group_columns, language_name, page_rows, status_name};
 use crate::{PgOptions, PgStore};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 use tracelab_ingest::{
-    Error, FailureGroup, GroupKey, GroupStore, Observation, Occurrence, Reason, Result,
+    Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupState, GroupStore, Observation,
+    Occurrence, Reason, Result,
 };
 
 /// Failure groups in PostgreSQL, sharing the fleet store's pool and migrations.
@@ -46,6 +47,7 @@ fn from_row(row: &PgRow) -> Result<FailureGroup> {
         regressions: row.try_get("regressions").map_err(get_err)?,
         investigation: row.try_get("investigation").map_err(get_err)?,
         version: row.try_get("version").map_err(get_err)?,
+        repositories: row.try_get("repositories").map_err(get_err)?,
     }
     .into_group()
 }
@@ -87,7 +89,7 @@ impl PgGroupStore {
         let done = sqlx::query(concat!(
             "INSERT INTO failure_groups (",
             group_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
              ON CONFLICT (group_key) DO NOTHING"
         ))
         .bind(c.key)
@@ -106,6 +108,7 @@ impl PgGroupStore {
         .bind(c.regressions)
         .bind(c.investigation)
         .bind(c.version)
+        .bind(c.repositories)
         .execute(&mut **tx)
         .await
         .map_err(db_error)?;
@@ -118,7 +121,8 @@ impl PgGroupStore {
         sqlx::query(
             "UPDATE failure_groups SET first_seen = $2, last_seen = $3, count = $4, commits = $5, \
              branches = $6, test_ids = $7, status = $8, resolved_at = $9, resolved_commit = $10, \
-             regressions = $11, investigation = $12, version = $13 WHERE group_key = $1",
+             regressions = $11, investigation = $12, version = $13, repositories = $14 \
+             WHERE group_key = $1",
         )
         .bind(c.key)
         .bind(c.first_seen)
@@ -133,6 +137,7 @@ impl PgGroupStore {
         .bind(c.regressions)
         .bind(c.investigation)
         .bind(c.version)
+        .bind(c.repositories)
         .execute(&mut **tx)
         .await
         .map_err(db_error)?;
@@ -230,17 +235,29 @@ impl GroupStore for PgGroupStore {
         self.update(key, |g| g.mark_investigation(at, reason)).await
     }
 
-    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
+    async fn page(&self, q: &GroupQuery) -> Result<GroupPage> {
+        // One row past the page proves there is a next one.
         let rows = sqlx::query(concat!(
             "SELECT ",
             group_columns!(),
-            " FROM failure_groups ORDER BY last_seen DESC, group_key COLLATE \"C\" LIMIT $1"
+            " FROM failure_groups WHERE ($1::TEXT IS NULL OR $1 = ANY(repositories)) \
+             AND ($2::TEXT IS NULL OR status = $2) AND ($3::TEXT IS NULL OR language = $3) \
+             AND ($4::BIGINT IS NULL OR last_seen >= $4) \
+             AND ($5::BIGINT IS NULL OR last_seen < $5 \
+                  OR (last_seen = $5 AND group_key COLLATE \"C\" > $6 COLLATE \"C\")) \
+             ORDER BY last_seen DESC, group_key COLLATE \"C\" LIMIT $7"
         ))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(&q.repository)
+        .bind(q.state.map(GroupState::as_str))
+        .bind(q.language.map(language_name).transpose()?)
+        .bind(q.since)
+        .bind(q.after.as_ref().map(|c| c.last_seen))
+        .bind(q.after.as_ref().map(|c| c.key.0.as_str()))
+        .bind(page_rows(q))
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(from_row).collect()
+        Ok(q.page(rows.iter().map(from_row).collect::<Result<_>>()?))
     }
 }
 

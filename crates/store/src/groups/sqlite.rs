@@ -5,13 +5,14 @@
 //! SQLITE_BUSY when another writer got in between), then reads the group,
 //! applies the model ([`FailureGroup::observe`]) and writes it back.
 
-use super::columns::{Columns, group_columns, status_name};
+use super::columns::{Columns, group_columns, language_name, page_rows, status_name};
 use crate::SqliteStore;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, SqlitePool, Transaction};
 use std::path::Path;
 use tracelab_ingest::{
-    Error, FailureGroup, GroupKey, GroupStore, Observation, Occurrence, Reason, Result,
+    Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupState, GroupStore, Observation,
+    Occurrence, Reason, Result,
 };
 
 /// Failure groups in the embedded SQLite database.
@@ -74,6 +75,7 @@ fn from_row(row: &SqliteRow) -> Result<FailureGroup> {
         regressions: row.try_get("regressions").map_err(get_err)?,
         investigation,
         version: row.try_get("version").map_err(get_err)?,
+        repositories: list("repositories")?,
     }
     .into_group()
 }
@@ -130,7 +132,7 @@ impl SqliteGroupStore {
         sqlx::query(concat!(
             "INSERT OR REPLACE INTO failure_groups (",
             group_columns!(),
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         ))
         .bind(&c.key)
         .bind(&c.title)
@@ -148,6 +150,7 @@ impl SqliteGroupStore {
         .bind(c.regressions)
         .bind(investigation)
         .bind(c.version)
+        .bind(set("repositories", &c.repositories)?)
         .execute(&mut **tx)
         .await
         .map_err(db_error)?;
@@ -217,16 +220,28 @@ impl GroupStore for SqliteGroupStore {
         self.update(key, |g| g.mark_investigation(at, reason)).await
     }
 
-    async fn list(&self, limit: usize) -> Result<Vec<FailureGroup>> {
+    async fn page(&self, q: &GroupQuery) -> Result<GroupPage> {
+        // TEXT compares by bytes (BINARY), the listing's tie-break order.
         let rows = sqlx::query(concat!(
             "SELECT ",
             group_columns!(),
-            " FROM failure_groups ORDER BY last_seen DESC, group_key LIMIT ?"
+            " FROM failure_groups WHERE (?1 IS NULL \
+                 OR EXISTS (SELECT 1 FROM json_each(repositories) WHERE value = ?1)) \
+             AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR language = ?3) \
+             AND (?4 IS NULL OR last_seen >= ?4) \
+             AND (?5 IS NULL OR last_seen < ?5 OR (last_seen = ?5 AND group_key > ?6)) \
+             ORDER BY last_seen DESC, group_key LIMIT ?7"
         ))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(&q.repository)
+        .bind(q.state.map(GroupState::as_str))
+        .bind(q.language.map(language_name).transpose()?)
+        .bind(q.since)
+        .bind(q.after.as_ref().map(|c| c.last_seen))
+        .bind(q.after.as_ref().map(|c| c.key.0.as_str()))
+        .bind(page_rows(q))
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter().map(from_row).collect()
+        Ok(q.page(rows.iter().map(from_row).collect::<Result<_>>()?))
     }
 }
