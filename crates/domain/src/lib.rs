@@ -19,6 +19,7 @@ pub mod hypothesis;
 pub mod ids;
 pub mod journal;
 pub mod language;
+pub mod line_revert;
 pub mod oracle;
 pub mod patch;
 pub mod ports;
