@@ -422,11 +422,52 @@ fn model_markdown(md: &mut String, detail: &serde_json::Value) {
     md.push('\n');
 }
 
+/// The experience agent's hypothesis: which past repair was reused, from
+/// which history, and how it was merged into the bad revision.
+fn experience_markdown(md: &mut String, detail: &serde_json::Value) {
+    let e = &detail["experience"];
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    let list = |v: &serde_json::Value| {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    let _ = writeln!(
+        md,
+        "Source: past repair `{}` (L1{}) of `{}`, mined from history `{}` of {} (fixed at `{}`); matched by {}; re-applied: {}.\n",
+        text(&e["record"]),
+        if e["recurring"] == true { ", recurring problem" } else { "" },
+        text(&e["problem"]),
+        text(&e["history"]),
+        text(&e["repository"]),
+        text(&e["fixed_at"]),
+        list(&e["matched"]),
+        list(&e["merge"]),
+    );
+    let left_out = list(&e["left_out_test_files"]);
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            md,
+            "Left out of the reused repair (a fix may not change what judges it): {left_out}.\n"
+        );
+    }
+    tests_run_markdown(md, detail);
+}
+
 /// Screened repair candidates shown at most, best-ranked first.
 const SCREENED_SHOWN: usize = 10;
 
 /// A repair hypothesis's source, tests and screening (its `detail`).
 fn repair_markdown(md: &mut String, detail: &serde_json::Value) {
+    if detail["source"] == "experience" {
+        experience_markdown(md, detail);
+        return;
+    }
     let by_model = detail["source"] == "model";
     if by_model {
         model_markdown(md, detail);

@@ -67,6 +67,8 @@ pub struct EngineConfig {
     pub llm_wall_budget: Duration,
     /// Tokens one reply may use at most.
     pub llm_max_reply_tokens: u32,
+    /// Past repairs the experience agent may reuse; `None`: the agent is off.
+    pub experience: Option<Arc<crate::agents::experience::Experience>>,
 }
 
 impl Default for EngineConfig {
@@ -102,6 +104,7 @@ impl Default for EngineConfig {
             llm_token_budget: 60_000,
             llm_wall_budget: Duration::from_secs(300),
             llm_max_reply_tokens: 2048,
+            experience: None,
         }
     }
 }

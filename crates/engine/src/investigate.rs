@@ -170,6 +170,12 @@ async fn pipeline(
         hypotheses.push(verify_candidate(ctx, &classification, candidate).await?);
     }
     let mut proposal = proposal;
+    if crate::agents::experience::wanted(&ctx.config, &classification, &hypotheses) {
+        let number = hypotheses.len() as u32 + 1;
+        let found = crate::agents::experience::reuse(ctx, &classification, number).await?;
+        hypotheses.extend(found.hypothesis);
+        proposal.notes.extend(found.notes);
+    }
     if crate::repair::wanted(&ctx.config, &classification, &hypotheses) {
         let number = hypotheses.len() as u32 + 1;
         match repair(ctx, &classification, &proposal.suspects, number).await? {

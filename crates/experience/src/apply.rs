@@ -46,6 +46,13 @@ pub fn files(patch: &str) -> Result<Vec<FileChange>, String> {
         .collect()
 }
 
+impl FileChange {
+    /// The first line the change touches, after it.
+    pub fn first_line(&self) -> u32 {
+        self.patch.hunks.first().map_or(1, |h| h.new_start.max(1))
+    }
+}
+
 struct Lines {
     old: Vec<String>,
     new: Vec<String>,
