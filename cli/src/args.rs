@@ -60,6 +60,22 @@ pub struct ServeArgs {
     /// Address to listen on (port 0: any free port, printed in the URL).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
     pub listen: std::net::SocketAddr,
+    /// Approved investigations get an "Open draft pull request" button for this
+    /// GitHub repository (token: TRACELAB_GITHUB_TOKEN, API: TRACELAB_GITHUB_API_URL).
+    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "gitlab")]
+    pub github: Option<String>,
+    /// Or for this GitLab project (TRACELAB_GITLAB_TOKEN, TRACELAB_GITLAB_API_URL).
+    #[arg(long, value_name = "GROUP/PROJECT")]
+    pub gitlab: Option<String>,
+    /// The git remote of the investigated repository the branch is pushed to.
+    #[arg(long, value_name = "NAME", default_value = "origin")]
+    pub remote: String,
+    /// The branch pull requests target.
+    #[arg(long, value_name = "BRANCH", default_value = "main")]
+    pub base: String,
+    /// Labels to put on pull requests (repeatable; default: tracelab).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -477,7 +477,29 @@ async fn serve(
     args: crate::args::ServeArgs,
     token: Option<String>,
 ) -> anyhow::Result<ExitCode> {
-    crate::serve::run(open_store(db).await?, args.listen, token).await?;
+    #[cfg(feature = "server")]
+    let pull_requests = crate::pull_request::Target::from_flags(
+        args.github.as_deref(),
+        args.gitlab.as_deref(),
+        Some(&args.remote),
+        &args.base,
+        &args.labels,
+    )?
+    .map(|target| crate::serve::PullRequests {
+        target,
+        actor_role: "reviewer",
+    });
+    #[cfg(not(feature = "server"))]
+    let pull_requests: Option<crate::serve::PullRequests> = match (&args.github, &args.gitlab) {
+        (None, None) => None,
+        _ => {
+            return Err(crate::built::without(
+                "server",
+                "tracelab serve --github/--gitlab",
+            ));
+        }
+    };
+    crate::serve::run(open_store(db).await?, args.listen, token, pull_requests).await?;
     Ok(ExitCode::SUCCESS)
 }
 

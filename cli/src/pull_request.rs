@@ -4,7 +4,8 @@
 //! credentials, and the draft pull request (or merge request) is found or
 //! opened with the API token from the environment. The store records the
 //! link (a second call prints the same one without asking the host) or
-//! why it failed, each with an audit row.
+//! why it failed, each with an audit row. `tracelab serve`'s button takes
+//! the same path ([`open_or_find`]).
 
 use crate::args::{Format, PullRequestArgs};
 use anyhow::{Context as _, bail};
@@ -13,6 +14,7 @@ use std::time::Duration;
 use tracelab_codehost::{
     CodeHost, HostKind, PullRequestRequest, Pusher, Token, TokenSource, open_draft_pull_request,
 };
+use tracelab_domain::ErrorKind;
 use tracelab_domain::audit::PullRequestLink;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{HandOffStore, InvestigationStore};
@@ -53,48 +55,111 @@ pub fn print(url: &str, number: u64, format: Format) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where this machine's pull requests go: the code host and its project,
+/// the git remote of the investigated repository to push to, the target
+/// branch and the labels. From `investigations pr`'s flags or `serve`'s.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub kind: HostKind,
+    pub project: String,
+    pub remote: String,
+    pub base: String,
+    pub labels: Vec<String>,
+}
+
+impl Target {
+    /// `--github`/`--gitlab`, `--remote`, `--base`, `--label`; `None` when
+    /// no code host is named (`serve` then offers no pull requests).
+    pub fn from_flags(
+        github: Option<&str>,
+        gitlab: Option<&str>,
+        remote: Option<&str>,
+        base: &str,
+        labels: &[String],
+    ) -> anyhow::Result<Option<Self>> {
+        let (kind, project) = match (github, gitlab) {
+            (Some(p), None) => (HostKind::GitHub, p),
+            (None, Some(p)) => (HostKind::GitLab, p),
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => bail!("name one code host: --github or --gitlab"),
+        };
+        let remote =
+            remote.context("--remote NAME is required: the git remote to push the branch to")?;
+        Ok(Some(Self {
+            kind,
+            project: project.to_string(),
+            remote: remote.to_string(),
+            base: base.to_string(),
+            labels: labels.to_vec(),
+        }))
+    }
+}
+
 pub async fn run(store: &SqliteStore, actor: &str, args: PullRequestArgs) -> anyhow::Result<()> {
-    let (kind, project) = match (&args.github, &args.gitlab) {
-        (Some(p), None) => (HostKind::GitHub, p.clone()),
-        (None, Some(p)) => (HostKind::GitLab, p.clone()),
-        _ => bail!("name the code host: --github OWNER/REPO or --gitlab GROUP/PROJECT"),
-    };
-    let remote = args
-        .remote
-        .clone()
-        .context("--remote NAME is required: the git remote to push the branch to")?;
+    let target = Target::from_flags(
+        args.github.as_deref(),
+        args.gitlab.as_deref(),
+        args.remote.as_deref(),
+        &args.base,
+        &args.labels,
+    )?
+    .context("name the code host: --github OWNER/REPO or --gitlab GROUP/PROJECT")?;
     let id = InvestigationId(args.id.clone());
+    match open_or_find(store, &id, actor, "local", &target).await {
+        Ok(pr) => print(&pr.url, pr.number, args.format),
+        Err(e) if e.kind == ErrorKind::Conflict && e.message.contains("not APPROVED") => {
+            Err(anyhow::anyhow!(
+                "{}; approve it first (`tracelab investigations approve {id}`)",
+                e.message
+            ))
+        }
+        Err(e) if matches!(e.kind, ErrorKind::NotFound | ErrorKind::Conflict) => Err(e.into()),
+        Err(e) => Err(anyhow::Error::from(e).context(format!(
+            "no pull request for {id} (stored; run the command again to retry)"
+        ))),
+    }
+}
+
+/// The stored pull request of an approved investigation, else one attempt
+/// to open it whose outcome is stored (the link, or why it failed), each
+/// with an audit row by `actor` in `role`. `NotFound` for an unknown id,
+/// `Conflict` unless APPROVED; a failed attempt keeps the kind the code
+/// host's client gave it (`Unavailable` for a host that is down), any
+/// other failure (a missing token, no such remote) is `InvalidArgument`.
+pub async fn open_or_find(
+    store: &SqliteStore,
+    id: &InvestigationId,
+    actor: &str,
+    role: &str,
+    target: &Target,
+) -> tracelab_domain::Result<PullRequestLink> {
     let hand_off = store
-        .hand_off(&id)
+        .hand_off(id)
         .await?
-        .with_context(|| format!("no investigation {id}"))?;
+        .ok_or_else(|| tracelab_domain::Error::not_found(format!("no investigation {id}")))?;
     let state = store
-        .state(&id)
+        .state(id)
         .await?
         .unwrap_or(InvestigationState::Created);
     if state != InvestigationState::Approved {
-        bail!(
-            "investigation {id} is {state}, not APPROVED: approve it first (`tracelab investigations approve {id}`)"
-        );
+        return Err(tracelab_domain::Error::conflict(format!(
+            "investigation {id} is {state}, not APPROVED"
+        )));
     }
     if let Some(pr) = hand_off.pull_request {
-        return print(&pr.url, pr.number, args.format);
+        return Ok(pr);
     }
-    match open(store, &id, kind, &project, &remote, &args).await {
-        Ok(link) => {
-            let stored = store
-                .record_pull_request(&id, actor, "local", &link)
-                .await?;
-            print(&stored.url, stored.number, args.format)
-        }
+    match open(store, id, target).await {
+        Ok(link) => store.record_pull_request(id, actor, role, &link).await,
         Err(e) => {
             let message = format!("{e:#}");
             store
-                .record_pull_request_failure(&id, actor, "local", &message)
+                .record_pull_request_failure(id, actor, role, &message)
                 .await?;
-            Err(e.context(format!(
-                "no pull request for {id} (stored; run the command again to retry)"
-            )))
+            let kind = e
+                .downcast_ref::<tracelab_domain::Error>()
+                .map_or(ErrorKind::InvalidArgument, |d| d.kind);
+            Err(tracelab_domain::Error::new(kind, message))
         }
     }
 }
@@ -102,11 +167,9 @@ pub async fn run(store: &SqliteStore, actor: &str, args: PullRequestArgs) -> any
 async fn open(
     store: &SqliteStore,
     id: &InvestigationId,
-    kind: HostKind,
-    project: &str,
-    remote: &str,
-    args: &PullRequestArgs,
+    target: &Target,
 ) -> anyhow::Result<PullRequestLink> {
+    let (kind, project, remote) = (target.kind, target.project.as_str(), target.remote.as_str());
     let env = HostEnv::from_env(kind);
     let token_var = match kind {
         HostKind::GitHub => "TRACELAB_GITHUB_TOKEN",
@@ -121,10 +184,10 @@ async fn open(
         .with_context(|| format!("investigation {id} has no report"))?;
     let local = PathBuf::from(&report.repository);
     let url = remote_url(&local, remote).await?;
-    let mut request = PullRequestRequest::for_report(&report, url, args.base.clone(), &local)?;
+    let mut request = PullRequestRequest::for_report(&report, url, target.base.clone(), &local)?;
     request.project = Some(project.to_string());
-    if !args.labels.is_empty() {
-        request.labels = args.labels.clone();
+    if !target.labels.is_empty() {
+        request.labels = target.labels.clone();
     }
     let host = CodeHost::new(
         kind,

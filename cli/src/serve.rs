@@ -4,12 +4,18 @@
 //! One token signs in, with the reviewer role: `TRACELAB_TOKEN` (or
 //! `--token`) when given, else a random one printed in the link on the
 //! first stdout line (as Jupyter does). The listener is loopback by default.
+//!
+//! With `--github OWNER/REPO` (or `--gitlab`) an approved investigation's
+//! page has a button that pushes its verified branch to `--remote` and
+//! opens the draft pull request, as `tracelab investigations pr` does.
 
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
 use tracelab_domain::Result;
+#[cfg(feature = "server")]
+use tracelab_domain::audit::PullRequestLink;
 use tracelab_domain::audit::{HandOff, Review};
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{HandOffStore, InvestigationStore};
@@ -25,6 +31,7 @@ pub async fn run(
     store: Arc<SqliteStore>,
     listen: SocketAddr,
     token: Option<String>,
+    pull_requests: Option<PullRequests>,
 ) -> anyhow::Result<()> {
     let (token, generated) = match token.filter(|t| !t.trim().is_empty()) {
         Some(t) => (t.trim().to_string(), false),
@@ -35,7 +42,10 @@ pub async fn run(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
     let router = tracelab_dashboard::router(
-        Arc::new(Source { store }),
+        Arc::new(Source {
+            store,
+            pull_requests,
+        }),
         Arc::new(OneToken {
             token: token.clone(),
         }),
@@ -80,8 +90,17 @@ impl Authenticator for OneToken {
     }
 }
 
+/// Where the page's pull request button sends the branch and the draft.
+pub struct PullRequests {
+    #[cfg(feature = "server")]
+    pub target: crate::pull_request::Target,
+    /// The audit log's role for the signed-in person.
+    pub actor_role: &'static str,
+}
+
 struct Source {
     store: Arc<SqliteStore>,
+    pull_requests: Option<PullRequests>,
 }
 
 #[async_trait::async_trait]
@@ -139,5 +158,26 @@ impl DashboardSource for Source {
 
     async fn hand_off(&self, id: &str) -> Result<Option<HandOff>> {
         HandOffStore::hand_off(self.store.as_ref(), &InvestigationId(id.to_string())).await
+    }
+
+    fn opens_pull_requests(&self) -> bool {
+        self.pull_requests.is_some()
+    }
+
+    #[cfg(feature = "server")]
+    async fn open_pull_request(&self, id: &str, actor: &str) -> Result<PullRequestLink> {
+        let Some(p) = &self.pull_requests else {
+            return Err(tracelab_domain::Error::conflict(
+                "no code host: start tracelab serve with --github OWNER/REPO or --gitlab GROUP/PROJECT",
+            ));
+        };
+        crate::pull_request::open_or_find(
+            &self.store,
+            &InvestigationId(id.to_string()),
+            actor,
+            p.actor_role,
+            &p.target,
+        )
+        .await
     }
 }

@@ -8,7 +8,8 @@
 //! `/login`) → the source → domain values ([`Report`], [`InvestigationSummary`],
 //! [`Transition`]) → `pages` (maud templates, escaped by default) → HTML. A
 //! review form post additionally checks the session's CSRF token and the
-//! viewer's review right before calling [`DashboardSource::review`].
+//! viewer's review right before calling [`DashboardSource::review`] (or
+//! [`DashboardSource::open_pull_request`] for an approved one).
 //!
 //! No JavaScript: every page works with forms and links alone; a running
 //! investigation's pages reload themselves with `<meta http-equiv=refresh>`.
@@ -79,6 +80,10 @@ pub fn router_with(
         .route("/investigations/{id}", get(routes::show))
         .route("/investigations/{id}/approve", post(routes::approve))
         .route("/investigations/{id}/reject", post(routes::reject))
+        .route(
+            "/investigations/{id}/pull-request",
+            post(routes::pull_request),
+        )
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             routes::token_in_query,

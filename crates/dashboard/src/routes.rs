@@ -498,6 +498,7 @@ pub(crate) async fn show(
             transitions: &transitions,
             report: report.as_ref(),
             hand_off: hand_off.as_ref(),
+            opens_pull_requests: app.source.opens_pull_requests(),
         }),
     )
 }
@@ -536,21 +537,10 @@ async fn review(
     approve: bool,
 ) -> Response {
     let page = pages::investigation_href(id);
-    let Some(session) = current(app, headers) else {
-        return Redirect::to(&format!("/login?next={}", pages::path_segment(&page)))
-            .into_response();
+    let session = match reviewer_post(app, headers, id, &f.csrf) {
+        Ok(s) => s,
+        Err(res) => return *res,
     };
-    if cross_site(headers) || !same_secret(&session.csrf, &f.csrf) {
-        return forbidden_form(&session);
-    }
-    if !session.viewer.can_review {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "Not a reviewer",
-            "You may read investigations but not approve or reject them.",
-            Some(&session),
-        );
-    }
     let reason = f.reason.trim();
     if reason.chars().count() > MAX_REASON_CHARS {
         return error_page(
@@ -572,6 +562,82 @@ async fn review(
         }
         Err(e) => source_error(e, &session),
     }
+}
+
+/// The session of a form post that may change an investigation: signed
+/// in, the form's CSRF token, not cross-site, a reviewer. Else the
+/// response to send instead (boxed: a `Response` is large).
+fn reviewer_post(
+    app: &App,
+    headers: &HeaderMap,
+    id: &str,
+    csrf: &str,
+) -> Result<Session, Box<Response>> {
+    let page = pages::investigation_href(id);
+    let Some(session) = current(app, headers) else {
+        return Err(Box::new(
+            Redirect::to(&format!("/login?next={}", pages::path_segment(&page))).into_response(),
+        ));
+    };
+    if cross_site(headers) || !same_secret(&session.csrf, csrf) {
+        return Err(Box::new(forbidden_form(&session)));
+    }
+    if !session.viewer.can_review {
+        return Err(Box::new(error_page(
+            StatusCode::FORBIDDEN,
+            "Not a reviewer",
+            "You may read investigations but not approve, reject or open pull requests.",
+            Some(&session),
+        )));
+    }
+    Ok(session)
+}
+
+/// `POST /investigations/{id}/pull-request`: the reviewer's button on an
+/// approved investigation. Success returns to the page, which shows the
+/// link; a failure is shown here with its status (404, 409, 503 for a code
+/// host that is down, 400 for one that refused) and stays on the page,
+/// where the button offers to retry.
+pub(crate) async fn pull_request(
+    State(app): AppState,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    let session = match reviewer_post(&app, &headers, &id, &f.csrf) {
+        Ok(s) => s,
+        Err(res) => return *res,
+    };
+    match app
+        .source
+        .open_pull_request(&id, &session.viewer.name)
+        .await
+    {
+        Ok(link) => {
+            tracing::info!(investigation = %id, by = %session.viewer.name, url = %link.url, "pull request opened from the dashboard");
+            Redirect::to(&pages::investigation_href(&id)).into_response()
+        }
+        Err(e) => pull_request_failed(e, &id, &session),
+    }
+}
+
+/// A failed pull request attempt as a page. The code host's own words are
+/// shown (the code host client keeps tokens out of them); internal errors
+/// stay in the log.
+fn pull_request_failed(e: tracelab_domain::Error, id: &str, session: &Session) -> Response {
+    use tracelab_domain::ErrorKind::*;
+    tracing::warn!(investigation = %id, kind = e.kind.name(), error = %e, "opening the pull request failed");
+    let status =
+        StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let message = match e.kind {
+        NotFound | Conflict | PermissionDenied => e.message.clone(),
+        InvalidArgument | Unavailable | Timeout => format!(
+            "{}. The failure is stored on the investigation; nothing was opened twice, and you can try again from its page.",
+            e.message.trim_end_matches('.')
+        ),
+        Internal => "The server failed; the details are in its log.".to_string(),
+    };
+    error_page(status, "No pull request", &message, Some(session))
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! The port a host implements to give the dashboard its data, and the filter
 //! the list page passes to it.
 
-use tracelab_domain::Result;
-use tracelab_domain::audit::HandOff;
+use tracelab_domain::audit::{HandOff, PullRequestLink};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
+use tracelab_domain::{Error, Result};
 
 /// Where the dashboard reads investigations and sends reviews. The fleet's
 /// investigator implements it over PostgreSQL, `tracelab serve` over SQLite.
@@ -34,6 +34,21 @@ pub trait DashboardSource: Send + Sync + 'static {
     /// the page then shows the timeline only.
     async fn hand_off(&self, _id: &str) -> Result<Option<HandOff>> {
         Ok(None)
+    }
+    /// Whether [`open_pull_request`](Self::open_pull_request) can work here
+    /// (a code host is configured); the page offers its button only then.
+    fn opens_pull_requests(&self) -> bool {
+        false
+    }
+    /// Opens the draft pull request of an APPROVED investigation for
+    /// `actor` (a reviewer), or returns the one already opened: `NotFound`
+    /// for an unknown id, `Conflict` when it is not approved. A failed
+    /// attempt is stored on the investigation (shown by
+    /// [`hand_off`](Self::hand_off)) and returned; calling again retries.
+    async fn open_pull_request(&self, id: &str, _actor: &str) -> Result<PullRequestLink> {
+        Err(Error::conflict(format!(
+            "this server is not configured to open pull requests (investigation {id})"
+        )))
     }
 }
 

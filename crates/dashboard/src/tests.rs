@@ -54,6 +54,7 @@ fn render(report: &Report, viewer: &Viewer) -> String {
         transitions: &report.transitions,
         report: Some(report),
         hand_off: None,
+        opens_pull_requests: false,
     })
     .into_string()
 }
@@ -153,6 +154,7 @@ fn a_failed_investigation_says_what_was_not_established() {
         transitions: &r.transitions,
         report: None,
         hand_off: None,
+        opens_pull_requests: false,
     })
     .into_string();
     let t = text(&html);
@@ -201,6 +203,7 @@ fn the_audit_log_and_the_pull_request_are_shown_escaped() {
             transitions: &report.transitions,
             report: Some(&report),
             hand_off: Some(h),
+            opens_pull_requests: true,
         })
         .into_string()
     };
@@ -247,6 +250,7 @@ fn a_running_investigation_reloads_itself() {
         transitions: &transitions,
         report: None,
         hand_off: None,
+        opens_pull_requests: false,
     })
     .into_string();
     assert!(html.contains(r#"<meta http-equiv="refresh" content="5">"#));
@@ -973,4 +977,123 @@ async fn a_token_in_the_link_signs_in_and_leaves_the_address_bar() {
         location(&res)
     );
     assert!(!location(&res).contains("nope"));
+}
+
+#[tokio::test]
+async fn an_approved_investigation_opens_its_pull_request_from_the_page() {
+    let source = Arc::new(
+        MemorySource::new(vec![regression_verified(), regression_unverified()])
+            .with_pull_requests(),
+    );
+    let app = router(source.clone(), Arc::new(Tokens));
+    let (session, csrf) = sign_in(&app, "review-token").await;
+    let open = |csrf: &str, path: &str| {
+        post(
+            &format!("{path}/pull-request"),
+            Some(&session),
+            &format!("csrf={csrf}"),
+        )
+    };
+
+    // Not approved: no button, and a post is a 409 that opens nothing.
+    let page = body(send(&app, get(VERIFIED, Some(&session))).await).await;
+    assert!(!page.contains("button class=\"open-pr\""), "{page}");
+    let res = send(&app, open(&csrf, VERIFIED)).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert!(text(&body(res).await).contains("not APPROVED"));
+    // Unknown: 404. Without the session's CSRF token: 403.
+    let res = send(&app, open(&csrf, "/investigations/nope")).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let res = send(&app, open("forged", VERIFIED)).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(source.pull_requests_created(), 0);
+
+    let res = send(
+        &app,
+        post(
+            &format!("{VERIFIED}/approve"),
+            Some(&session),
+            &format!("csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let page = body(send(&app, get(VERIFIED, Some(&session))).await).await;
+    assert!(
+        page.contains(&format!(r#"action="{VERIFIED}/pull-request""#)),
+        "{page}"
+    );
+    assert!(text(&page).contains("Open draft pull request"));
+
+    // The code host is down: 503 with its words, stored, offered again.
+    source.fail_next_pull_request(tracelab_domain::Error::unavailable(
+        "GitHub answered 502 Bad Gateway",
+    ));
+    let res = send(&app, open(&csrf, VERIFIED)).await;
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let t = text(&body(res).await);
+    assert!(
+        t.contains("GitHub answered 502") && t.contains("try again"),
+        "{t}"
+    );
+    let page = text(&body(send(&app, get(VERIFIED, Some(&session))).await).await);
+    assert!(
+        page.contains("Opening the pull request failed: unavailable: GitHub answered 502"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Retry: open the draft pull request"),
+        "{page}"
+    );
+
+    // The retry opens it; the page links it and offers no button; again is the same one.
+    let res = send(&app, open(&csrf, VERIFIED)).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), VERIFIED);
+    let page = body(send(&app, get(VERIFIED, Some(&session))).await).await;
+    assert!(
+        page.contains(r#"href="https://github.example/acme/shop/pull/1""#),
+        "{page}"
+    );
+    assert!(!page.contains("open-pr"), "{page}");
+    let res = send(&app, open(&csrf, VERIFIED)).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(source.pull_requests_created(), 1);
+}
+
+#[tokio::test]
+async fn readers_and_hosts_without_a_code_host_cannot_open_pull_requests() {
+    let mut approved = regression_verified();
+    approved.state = InvestigationState::Approved;
+    let source = Arc::new(MemorySource::new(vec![approved.clone()]).with_pull_requests());
+    let app = router(source.clone(), Arc::new(Tokens));
+    let (session, csrf) = sign_in(&app, "read-token").await;
+    let page = body(send(&app, get(VERIFIED, Some(&session))).await).await;
+    assert!(!page.contains("open-pr"));
+    assert!(text(&page).contains("a reviewer can open the draft pull request"));
+    let res = send(
+        &app,
+        post(
+            &format!("{VERIFIED}/pull-request"),
+            Some(&session),
+            &format!("csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(source.pull_requests_created(), 0);
+
+    // A host with no code host configured says so instead of a button.
+    let html = crate::pages::detail(&crate::pages::Detail {
+        viewer: &reviewer(),
+        csrf: "x",
+        summary: &summary_of(&approved),
+        transitions: &approved.transitions,
+        report: Some(&approved),
+        hand_off: Some(&Default::default()),
+        opens_pull_requests: false,
+    })
+    .into_string();
+    assert!(!html.contains("open-pr"));
+    assert!(text(&html).contains("no code host configured"));
 }

@@ -8,7 +8,7 @@ use crate::auth::{Action, Auth, Caller, Role};
 use std::sync::Arc;
 use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
 use tracelab_domain::Result;
-use tracelab_domain::audit::HandOff;
+use tracelab_domain::audit::{HandOff, PullRequestLink};
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
@@ -91,6 +91,25 @@ impl DashboardSource for Source {
 
     async fn hand_off(&self, id: &str) -> Result<Option<HandOff>> {
         HandOffStore::hand_off(&self.api.store, &InvestigationId(id.to_string())).await
+    }
+
+    fn opens_pull_requests(&self) -> bool {
+        !self.api.pull_requests.is_empty()
+    }
+
+    /// The API's own path (`POST /api/investigations/{id}/pull-request`):
+    /// the same checks, the same stored link or error, the same audit row.
+    async fn open_pull_request(&self, id: &str, actor: &str) -> Result<PullRequestLink> {
+        let caller = Caller {
+            name: actor.to_string(),
+            role: Role::Reviewer,
+        };
+        let view = self.api.open_pull_request(id, &caller).await?;
+        Ok(PullRequestLink {
+            url: view.url,
+            number: view.number,
+            host: String::new(),
+        })
     }
 }
 

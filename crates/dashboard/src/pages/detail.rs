@@ -27,6 +27,8 @@ pub(crate) struct Detail<'a> {
     pub report: Option<&'a Report>,
     /// The audit log and the pull request, from hosts that keep them.
     pub hand_off: Option<&'a HandOff>,
+    /// The host can open pull requests: an approved investigation gets the button.
+    pub opens_pull_requests: bool,
 }
 
 pub(crate) fn detail(d: &Detail<'_>) -> Markup {
@@ -62,7 +64,7 @@ pub(crate) fn detail(d: &Detail<'_>) -> Markup {
         (timeline(s, d.transitions))
         (review(d))
         @if let Some(h) = d.hand_off {
-            (hand_off(h))
+            (hand_off(h, d))
         }
     };
     page(&format!("Investigation {}", s.id.short()), &chrome, body)
@@ -640,7 +642,7 @@ fn timeline(s: &InvestigationSummary, transitions: &[Transition]) -> Markup {
 
 /// The draft pull request (or why opening it failed) and the audit log:
 /// who started, approved or rejected it, and every pull request attempt.
-fn hand_off(h: &HandOff) -> Markup {
+fn hand_off(h: &HandOff, d: &Detail<'_>) -> Markup {
     html! {
         section.audit id="audit" {
             h2 { "Pull request and audit log" }
@@ -661,6 +663,9 @@ fn hand_off(h: &HandOff) -> Markup {
                 }
             } @else {
                 p.muted { "No pull request has been opened." }
+            }
+            @if h.pull_request.is_none() && d.summary.state == InvestigationState::Approved {
+                (open_pull_request(h, d))
             }
             @if let Some(by) = &h.started_by {
                 p { "Started by " strong { (by) } "." }
@@ -684,6 +689,30 @@ fn hand_off(h: &HandOff) -> Markup {
                 }
                 p.muted { "Append-only: the store refuses changes to these rows." }
             }
+        }
+    }
+}
+
+/// The button that opens the draft pull request of an approved
+/// investigation (a retry after a failure), for reviewers on hosts that
+/// can open one.
+fn open_pull_request(h: &HandOff, d: &Detail<'_>) -> Markup {
+    let href = investigation_href(&d.summary.id.0);
+    html! {
+        @if !d.opens_pull_requests {
+            p.muted { "This server has no code host configured, so it cannot open the pull request (see docs/review.md)." }
+        } @else if d.viewer.can_review {
+            form.pull-request method="post" action=(format!("{href}/pull-request")) {
+                input type="hidden" name="csrf" value=(d.csrf);
+                button.open-pr type="submit" {
+                    @if h.pull_request_error.is_some() { "Retry: open the draft pull request" }
+                    @else { "Open draft pull request" }
+                }
+                " "
+                span.muted { "Pushes the verified branch and opens a draft; it never merges." }
+            }
+        } @else {
+            p.muted { "Approved: a reviewer can open the draft pull request." }
         }
     }
 }
