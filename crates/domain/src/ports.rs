@@ -1,7 +1,8 @@
 //! Port traits the engine needs; adapters implement them (local process,
 //! Docker, SQLite, PostgreSQL, ...). Errors are domain [`Error`]s.
 
-use crate::error::Result;
+use crate::allowlist::Allowlist;
+use crate::error::{Error, Result};
 use crate::ids::InvestigationId;
 use crate::report::{InvestigationSummary, Report};
 use crate::state::{InvestigationState, Transition};
@@ -20,6 +21,31 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// What every [`Sandbox`] refuses before anything runs, as
+    /// `InvalidArgument`: a program `allowlist` does not allow (or shell
+    /// syntax, or no argv), NUL bytes in an argument, an environment
+    /// variable whose name is empty or holds `=` or NUL or whose value holds
+    /// NUL, and a zero timeout. One check, so a sandbox cannot skip part of it.
+    pub fn check(&self, allowlist: &Allowlist) -> Result<()> {
+        allowlist.check(&self.argv)?;
+        if self.argv.iter().any(|a| a.contains('\0')) {
+            return Err(Error::invalid(
+                "command arguments must not contain NUL bytes",
+            ));
+        }
+        for (key, value) in &self.env {
+            if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+                return Err(Error::invalid(format!(
+                    "invalid environment variable {key:?}"
+                )));
+            }
+        }
+        if self.timeout.is_zero() {
+            return Err(Error::invalid("command timeout must be positive"));
+        }
+        Ok(())
+    }
+
     pub fn display(&self) -> String {
         let mut parts: Vec<String> = self
             .env
@@ -50,13 +76,17 @@ impl CommandResult {
     }
 }
 
-/// A place to run commands against one checked-out worktree.
+/// A place to run commands against one checked-out worktree. The behaviour
+/// every implementation must have is `tracelab_sandbox::conformance`.
 #[async_trait::async_trait]
 pub trait Sandbox: Send + Sync {
     /// `local` or `docker@<image digest>`; stored with every experiment.
     fn describe(&self) -> String;
-    /// Runs one command to completion (or its time limit). Dropping the future
-    /// must stop the command.
+    /// Runs one command to completion (or its time limit) in the worktree.
+    /// A spec that [`CommandSpec::check`] refuses is an `InvalidArgument`
+    /// error and runs nothing; a program that cannot start, a timeout or a
+    /// resource limit is a result with `blocked` set. Dropping the future
+    /// must stop the command. `Conflict` once the sandbox is closed.
     async fn exec(&self, spec: &CommandSpec) -> Result<CommandResult>;
     /// Releases everything the sandbox holds. Idempotent.
     async fn close(&self) -> Result<()>;
@@ -172,4 +202,50 @@ pub trait ChatModel: Send + Sync + std::fmt::Debug {
     /// The configured model name.
     fn model(&self) -> &str;
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn spec(argv: &[&str], env: &[(&str, &str)], timeout: Duration) -> CommandSpec {
+        CommandSpec {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            timeout,
+            output_limit: 1024,
+        }
+    }
+
+    #[test]
+    fn check_refuses_what_no_sandbox_may_run() {
+        let allow = Allowlist::default();
+        let second = Duration::from_secs(1);
+        assert!(
+            spec(&["python3", "t.py"], &[("SEED", "1")], second)
+                .check(&allow)
+                .is_ok()
+        );
+        for (bad, why) in [
+            (spec(&[], &[], second), "empty command"),
+            (spec(&["sh", "-c", "id"], &[], second), "not allowlisted"),
+            (
+                spec(&["python3", "a", "|", "b"], &[], second),
+                "shell syntax",
+            ),
+            (spec(&["python3", "a\0b"], &[], second), "NUL"),
+            (spec(&["python3"], &[("", "1")], second), "environment"),
+            (spec(&["python3"], &[("A=B", "1")], second), "environment"),
+            (spec(&["python3"], &[("A", "1\0")], second), "environment"),
+            (spec(&["python3"], &[], Duration::ZERO), "timeout"),
+        ] {
+            let error = bad.check(&allow).unwrap_err();
+            assert_eq!(error.kind, ErrorKind::InvalidArgument, "{bad:?}");
+            assert!(error.message.contains(why), "{bad:?}: {error}");
+        }
+    }
 }

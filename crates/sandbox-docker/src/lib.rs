@@ -33,7 +33,6 @@
 mod cgroup;
 mod config;
 mod error;
-mod output;
 mod parallel;
 mod patch_check;
 mod provider;

@@ -256,10 +256,14 @@ impl DockerSandboxProvider {
     /// or diagnostics); [`SandboxProvider::open`] boxes it.
     pub async fn open_docker(&self, worktree: &Path, label: &str) -> Result<DockerSandbox> {
         let worktree = worktree.canonicalize().map_err(|e| {
-            Error::invalid(format!(
-                "worktree {} is not usable: {e}",
-                worktree.display()
-            ))
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::not_found(format!("worktree {} does not exist", worktree.display()))
+            } else {
+                Error::invalid(format!(
+                    "worktree {} is not usable: {e}",
+                    worktree.display()
+                ))
+            }
         })?;
         if !worktree.is_dir() {
             return Err(Error::invalid(format!(

@@ -24,7 +24,6 @@
 use crate::cgroup::{Cgroup, KEEPER_PROCESSES};
 use crate::config::{DockerConfig, Ownership, WORKDIR};
 use crate::error::{docker as docker_error, is_not_found};
-use crate::output::Capture;
 use crate::ownership;
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
@@ -37,6 +36,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox};
 use tracelab_domain::{Error, ErrorKind, Result};
+use tracelab_sandbox::CappedOutput;
 
 /// The environment every command starts from; the spec's variables go on top.
 pub const BASE_ENV: [(&str, &str); 4] = [
@@ -151,26 +151,6 @@ impl DockerSandbox {
     /// The host directory mounted at `/work`.
     pub fn worktree(&self) -> &Path {
         &self.inner.worktree
-    }
-
-    fn check(&self, spec: &CommandSpec) -> Result<()> {
-        self.inner.config.allowlist.check(&spec.argv)?;
-        if spec.argv.iter().any(|a| a.contains('\0')) {
-            return Err(Error::invalid(
-                "command arguments must not contain NUL bytes",
-            ));
-        }
-        for (key, value) in &spec.env {
-            if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
-                return Err(Error::invalid(format!(
-                    "invalid environment variable {key:?}"
-                )));
-            }
-        }
-        if spec.timeout.is_zero() {
-            return Err(Error::invalid("command timeout must be positive"));
-        }
-        Ok(())
     }
 }
 
@@ -359,7 +339,7 @@ impl Inner {
             return Err(Error::internal("docker started the exec detached"));
         };
         drop(input);
-        let mut capture = Capture::new(output_limit);
+        let mut capture = CappedOutput::new(output_limit);
         // A limit too large to represent means "no limit" in practice: a year.
         let deadline = started_at
             .checked_add(limit)
@@ -384,7 +364,7 @@ impl Inner {
         let duration = started_at.elapsed();
         if timed_out && !kill_on_timeout {
             return Ok(Finished {
-                output: capture.render(),
+                output: capture.into_string(),
                 exit_code: None,
                 timed_out,
                 duration,
@@ -407,7 +387,7 @@ impl Inner {
                 }
             }
             return Ok(Finished {
-                output: capture.render(),
+                output: capture.into_string(),
                 exit_code: None,
                 timed_out,
                 duration,
@@ -419,7 +399,7 @@ impl Inner {
         }
         let exit_code = self.exit_code(&exec_id).await?;
         Ok(Finished {
-            output: capture.render(),
+            output: capture.into_string(),
             exit_code,
             timed_out,
             duration,
@@ -741,7 +721,7 @@ impl Sandbox for DockerSandbox {
     }
 
     async fn exec(&self, spec: &CommandSpec) -> Result<CommandResult> {
-        self.check(spec)?;
+        spec.check(&self.inner.config.allowlist)?;
         self.inner.exec(spec).await
     }
 

