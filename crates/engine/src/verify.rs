@@ -13,6 +13,7 @@ use tracelab_domain::contract::judge_fix;
 use tracelab_domain::experiment::{Experiment, Outcome, Step};
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, hypothesis_branch};
+use tracelab_domain::line_revert;
 use tracelab_domain::oracle::split_patch;
 use tracelab_domain::patch::{self, FilePatch};
 use tracelab_domain::ports::{CommandSpec, Sandbox};
@@ -31,6 +32,13 @@ enum Fix {
         symbols: Vec<String>,
         notes: Vec<String>,
     },
+    /// A `Diff` that did not apply, placed by the text the culprit wrote
+    /// instead of the lines around it ([`line_revert`]).
+    Lines {
+        of: &'static str,
+        files: Vec<(String, String)>,
+        notes: Vec<String>,
+    },
 }
 
 impl Fix {
@@ -40,6 +48,7 @@ impl Fix {
             Fix::Symbols { symbols, .. } => {
                 format!("symbol-level restore of {}", symbols.join(", "))
             }
+            Fix::Lines { of, .. } => format!("{of}, placed by the changed lines"),
         }
     }
 }
@@ -132,6 +141,54 @@ async fn symbol_fix(
         symbols,
         notes,
     }))
+}
+
+/// The culprit's changes to the files of `text` (a reverse diff that did
+/// not apply), undone at the bad revision where the text the culprit wrote
+/// is found; `Err` says which file could not be placed.
+async fn line_fix(
+    git: &crate::git::Git,
+    culprit: &str,
+    bad: &str,
+    of: &'static str,
+    text: &str,
+) -> Result<std::result::Result<Fix, String>> {
+    let parent = format!("{culprit}^");
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    for f in patch::parse(text)? {
+        if f.old_path == "/dev/null" || f.new_path == "/dev/null" || f.old_path != f.new_path {
+            return Ok(Err(format!(
+                "{} was created, deleted or renamed",
+                f.new_path
+            )));
+        }
+        let path = &f.new_path;
+        let (Some(before), Some(at_culprit), Some(current)) = (
+            git.show_file(&parent, path).await?,
+            git.show_file(culprit, path).await?,
+            git.show_file(bad, path).await?,
+        ) else {
+            return Ok(Err(format!("{path} is missing at one of the revisions")));
+        };
+        match line_revert::revert_lines(&before, &at_culprit, &current) {
+            Ok(r) => {
+                for p in &r.placements {
+                    notes.push(match &p.how {
+                        line_revert::PlacedBy::Lines => {
+                            format!("{path}:{} the culprit's lines", p.line)
+                        }
+                        line_revert::PlacedBy::Words { from, to } => {
+                            format!("{path}:{} `{from}` back to `{to}`", p.line)
+                        }
+                    });
+                }
+                files.push((path.clone(), r.content));
+            }
+            Err(why) => return Ok(Err(format!("{path}: {why}"))),
+        }
+    }
+    Ok(Ok(Fix::Lines { of, files, notes }))
 }
 
 /// The candidate fixes for a culprit, smallest first: its reverse hunks on
@@ -287,14 +344,25 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
         // every attempt: they run at the bad revision.
         let before = regression_before(ctx, plan.judging(), sandbox.as_ref()).await?;
         let mut attempts = 0;
-        for fix in &fixes {
+        let mut queue: std::collections::VecDeque<Fix> = fixes.into();
+        while let Some(fix) = queue.pop_front() {
             if attempts >= ctx.config.max_patch_attempts {
                 break;
             }
             worktree_reset(&worktree, &ctx.bad).await?;
             let scope = fix.scope();
-            if let Err(e) = apply_fix(&worktree, fix).await {
+            if let Err(e) = apply_fix(&worktree, &fix).await {
                 earlier.push(format!("{scope} does not apply: {}", e.message));
+                // Later commits edited around the culprit's change: look
+                // for the text it wrote instead.
+                if let Fix::Diff { scope, text } = &fix {
+                    match line_fix(&git, plan.culprit, &ctx.bad, scope, text).await? {
+                        Ok(lines) => queue.push_front(lines),
+                        Err(why) => {
+                            earlier.push(format!("{scope}, placed by the changed lines: {why}"))
+                        }
+                    }
+                }
                 continue;
             }
             attempts += 1;
@@ -322,7 +390,7 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
             if let Some(note) = &dropped_note {
                 reason.push_str(&format!("; {note}"));
             }
-            if let Fix::Symbols { notes, .. } = fix
+            if let Fix::Symbols { notes, .. } | Fix::Lines { notes, .. } = &fix
                 && !notes.is_empty()
             {
                 reason.push_str(&format!("; {}", notes.join("; ")));
@@ -381,7 +449,7 @@ async fn apply_fix(worktree: &Worktree, fix: &Fix) -> Result<()> {
             patch::validate(&patch::parse(text)?)?;
             worktree.apply_3way(text).await
         }
-        Fix::Symbols { files, .. } => {
+        Fix::Symbols { files, .. } | Fix::Lines { files, .. } => {
             for (path, content) in files {
                 worktree.write_file(path, content).await?;
             }

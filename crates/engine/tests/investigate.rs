@@ -441,6 +441,37 @@ fn patched_files(report: &tracelab_domain::report::Report) -> Vec<String> {
 }
 
 #[tokio::test]
+async fn a_culprit_whose_lines_were_rewritten_is_undone_by_the_words_it_wrote() {
+    let s = scenarios::regression_rewritten_later(16, 5);
+    let (engine, _) = engine(|_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression);
+    let culprit = report.culprit.clone().expect("the culprit is reported");
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(culprit.verified, "{}", culprit.verification);
+    let winner = report.winner.clone().unwrap();
+    assert_eq!(winner.status, HypothesisStatus::Verified);
+    assert!(
+        winner.status_reason.contains("placed by the changed lines")
+            && winner.status_reason.contains("`-` back to `+`"),
+        "{}",
+        winner.status_reason
+    );
+    // Only the culprit's words change; the later rewrite stays.
+    let patch = winner.patch.unwrap();
+    assert!(
+        patch.contains("-    total = a - b\n+    total = a + b\n"),
+        "{patch}"
+    );
+    assert_eq!(patched_files(&report), vec!["app.py"]);
+    assert_eq!(
+        tracelab_domain::patch::changed_line_count(&patch),
+        2,
+        "{patch}"
+    );
+}
+
+#[tokio::test]
 async fn a_culprit_whose_revert_conflicts_is_fixed_at_symbol_level() {
     let s = scenarios::carried_regression(24, 6);
     // `git revert` of the culprit conflicts at the bad revision.

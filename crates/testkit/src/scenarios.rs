@@ -306,6 +306,32 @@ pub fn carried_regression(commits: usize, culprit_at: usize) -> Scenario {
     Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
 
+/// A regression whose lines were rewritten later: neither a textual revert
+/// nor a symbol-level restore applies, but the text the culprit wrote is
+/// still there.
+///
+/// `culprit_at` turns `a + b` into `a - b`; two commits later `add` becomes
+/// an alias of a new `plus` whose body keeps the culprit's `a - b` in a
+/// rewritten statement.
+pub fn regression_rewritten_later(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at + 3 < commits);
+    let broken = APP_GOOD.replace("return a + b", "return a - b");
+    let rewritten = "def plus(a, b):\n    total = a - b\n    return total\n\n\nadd = plus\n\n\ndef scale(x, factor):\n    return x * factor\n";
+    let mut repo = FixtureRepo::new();
+    let root = calculator(&mut repo);
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Subtract in add", &[("app.py", &broken)]));
+        } else if i == culprit_at + 2 {
+            repo.commit("add is an alias of plus", &[("app.py", rewritten)]);
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
+}
+
 /// The culprit commit (a merged pull request, squashed) breaks `add` and
 /// also edits the failing test's file (a new, passing test case). The fix
 /// must revert `app.py` only: the test that judges it stays as it is.
