@@ -441,7 +441,11 @@ fn experience_markdown(md: &mut String, detail: &serde_json::Value) {
         md,
         "Source: past repair `{}` (L1{}) of `{}`, mined from history `{}` of {} (fixed at `{}`); matched by {}; re-applied: {}.\n",
         text(&e["record"]),
-        if e["recurring"] == true { ", recurring problem" } else { "" },
+        if e["recurring"] == true {
+            ", recurring problem"
+        } else {
+            ""
+        },
         text(&e["problem"]),
         text(&e["history"]),
         text(&e["repository"]),
