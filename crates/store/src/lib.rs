@@ -26,6 +26,7 @@
 //! runs too.
 
 pub mod conformance;
+pub mod experience;
 pub mod groups;
 mod hand_off;
 mod idempotency;
@@ -36,6 +37,7 @@ mod pipeline;
 mod postgres;
 mod sqlite;
 
+pub use experience::ExperienceStore;
 pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};
 pub use idempotency::record_once;
 pub use outbox::OutboxMessage;
