@@ -38,8 +38,9 @@ pub struct Api {
     pub pull_requests: crate::pull_request::PullRequests,
 }
 
-/// `POST /api/investigations`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// `POST /api/investigations`. The design's names are accepted too:
+/// `baseBranch` for `bad`, `jiraIssueId` for `issue_id`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CreateRequest {
     /// A repository URL the deployment allows (`https://`, `ssh://`,
@@ -74,7 +75,7 @@ pub struct CreateRequest {
 /// An investigation as the API shows it. `report` is the Report JSON
 /// contract (the same as the embedded `tracelab investigate --format json`)
 /// once the arbiter decided.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InvestigationView {
     pub id: String,
     pub state: String,
@@ -83,14 +84,20 @@ pub struct InvestigationView {
     pub test_command: String,
     pub culprit: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: time::OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: time::OffsetDateTime,
+    /// The Report JSON (docs/investigation.md) once decided.
+    #[schema(value_type = Option<Object>)]
     pub report: Option<Value>,
     /// Every state change so far, with reasons (why it FAILED or BLOCKED).
+    #[schema(value_type = Vec<crate::openapi::TransitionDoc>)]
     pub transitions: Vec<Transition>,
     /// Who started it, the audit log, the pull request and its last error.
     #[serde(flatten)]
+    #[schema(value_type = crate::openapi::HandOffDoc)]
     pub hand_off: HandOff,
 }
 

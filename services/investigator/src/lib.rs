@@ -13,6 +13,7 @@ pub mod api;
 pub mod auth;
 pub mod dashboard;
 pub mod grpc;
+pub mod openapi;
 pub mod proposer;
 pub mod pull_request;
 pub mod repositories;

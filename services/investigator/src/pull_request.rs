@@ -36,7 +36,7 @@ impl Default for ReviewSettings {
 }
 
 /// What the endpoint answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PullRequestView {
     pub url: String,
     pub number: u64,

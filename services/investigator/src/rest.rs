@@ -7,31 +7,68 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tracelab_domain::Error;
 use tracelab_domain::ports::InvestigationStore;
 use tracing::Instrument;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 #[derive(Clone)]
-struct AppState {
+pub(crate) struct AppState {
     api: Arc<Api>,
     auth: Auth,
 }
 
 pub fn routes(api: Arc<Api>, auth: Auth) -> Router {
-    Router::new()
-        .route("/api/investigations", post(create).get(list))
-        .route("/api/investigations/{id}", get(show))
-        .route("/api/investigations/{id}/hypotheses", get(hypotheses))
-        .route("/api/investigations/{id}/approve", post(approve))
-        .route("/api/investigations/{id}/reject", post(reject))
-        .route("/api/investigations/{id}/pull-request", post(pull_request))
-        .route("/api/hypotheses/{id}/evidence", get(evidence))
-        .with_state(AppState { api, auth })
+    let (router, _) = table().split_for_parts();
+    router.with_state(AppState { api, auth })
+}
+
+/// Every REST route, each registered from its handler's `#[utoipa::path]`
+/// (method and path included): the router and the OpenAPI document are
+/// built from this one table. Register routes here only through `routes!`.
+pub(crate) fn table() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
+        .routes(routes!(create, list))
+        .routes(routes!(show))
+        .routes(routes!(hypotheses))
+        .routes(routes!(approve))
+        .routes(routes!(reject))
+        .routes(routes!(pull_request))
+        .routes(routes!(evidence))
+        .routes(routes!(openapi_json))
+}
+
+/// The OpenAPI document of [`table`].
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    table().into_openapi()
+}
+
+/// The document, rendered once.
+fn openapi_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        openapi()
+            .to_json()
+            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    })
+}
+
+/// This API as OpenAPI 3.1, for client generators. No token needed: it
+/// describes the API and holds no data.
+#[utoipa::path(
+    get,
+    path = "/api/openapi.json",
+    tag = "investigations",
+    responses((status = 200, description = "The OpenAPI document", content_type = "application/json", body = Object))
+)]
+pub(crate) async fn openapi_json() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], openapi_text()).into_response()
 }
 
 /// A refused or failed request.
@@ -92,6 +129,19 @@ fn parse<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> Result<T, Ap
     })
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/investigations",
+    tag = "investigations",
+    request_body = crate::api::CreateRequest,
+    responses(
+        (status = 201, description = "Started (or the existing one for the same evidence); `Location` names it", body = crate::api::InvestigationView),
+        (status = 400, description = "A bad request: unknown field, repository not allowed, command not allowed", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Reply {
     let caller = caller(&state, &headers, Action::Start)?;
     let request: CreateRequest = parse(&body)?;
@@ -110,10 +160,22 @@ async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
 }
 
 #[derive(Deserialize)]
-struct ListQuery {
+pub(crate) struct ListQuery {
     limit: Option<u32>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/investigations",
+    tag = "investigations",
+    params(("limit" = Option<u32>, Query, description = "At most this many, newest first (1..=1000, default 50)")),
+    responses(
+        (status = 200, description = "`{\"investigations\": [summary...]}`, newest first", body = Object),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -125,11 +187,37 @@ async fn list(
     Ok(Json(json!({ "investigations": items })).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/investigations/{id}",
+    tag = "investigations",
+    params(("id" = String, Path, description = "The investigation's id")),
+    responses(
+        (status = 200, body = crate::api::InvestigationView),
+        (status = 404, body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn show(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Reply {
     caller(&state, &headers, Action::Read)?;
     Ok(Json(state.api.get(&id).await?).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/investigations/{id}/hypotheses",
+    tag = "investigations",
+    params(("id" = String, Path, description = "The investigation's id")),
+    responses(
+        (status = 200, description = "`{\"investigation_id\", \"hypotheses\": [...]}` (the Report JSON's hypotheses)", body = Object),
+        (status = 404, body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn hypotheses(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -140,6 +228,19 @@ async fn hypotheses(
     Ok(Json(json!({ "investigation_id": id, "hypotheses": list })).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/hypotheses/{id}/evidence",
+    tag = "investigations",
+    params(("id" = String, Path, description = "A hypothesis id")),
+    responses(
+        (status = 200, description = "`{\"hypothesis_id\", \"status\", \"status_reason\", \"experiments\": [...]}`", body = Object),
+        (status = 404, body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn evidence(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -156,9 +257,9 @@ async fn evidence(
     .into_response())
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
-struct DecisionBody {
+pub(crate) struct DecisionBody {
     reason: Option<String>,
 }
 
@@ -178,6 +279,21 @@ async fn decide(
     Ok(Json(view).into_response())
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/investigations/{id}/approve",
+    tag = "investigations",
+    params(("id" = String, Path, description = "The investigation's id")),
+    request_body(content = Option<DecisionBody>, description = "Optional `{\"reason\"}`"),
+    responses(
+        (status = 200, description = "The decided investigation", body = crate::api::InvestigationView),
+        (status = 404, body = crate::openapi::ErrorBody),
+        (status = 409, description = "Not waiting for review (decided already, or still running)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn approve(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -187,6 +303,21 @@ async fn approve(
     decide(state, headers, id, body, true).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/investigations/{id}/reject",
+    tag = "investigations",
+    params(("id" = String, Path, description = "The investigation's id")),
+    request_body(content = Option<DecisionBody>, description = "Optional `{\"reason\"}`"),
+    responses(
+        (status = 200, description = "The decided investigation", body = crate::api::InvestigationView),
+        (status = 404, body = crate::openapi::ErrorBody),
+        (status = 409, description = "Not waiting for review (decided already, or still running)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn reject(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -197,6 +328,22 @@ async fn reject(
 }
 
 /// `POST /api/investigations/{id}/pull-request` → `{url, number}`.
+#[utoipa::path(
+    post,
+    path = "/api/investigations/{id}/pull-request",
+    tag = "investigations",
+    params(("id" = String, Path, description = "The investigation's id")),
+    responses(
+        (status = 200, description = "The draft pull request (the stored one on a repeat call)", body = crate::pull_request::PullRequestView),
+        (status = 400, description = "The code host refused it (e.g. its 422); stored, retryable", body = crate::openapi::ErrorBody),
+        (status = 404, body = crate::openapi::ErrorBody),
+        (status = 409, description = "Not APPROVED", body = crate::openapi::ErrorBody),
+        (status = 503, description = "The code host or git server is down; stored, call again", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
 async fn pull_request(
     State(state): State<AppState>,
     headers: HeaderMap,
