@@ -1,6 +1,6 @@
 //! The local sandbox: the fallback when no Docker daemon answers.
 //!
-//! A command travels like this: [`LocalSandbox::exec`] refuses what
+//! A command travels like this: [`LocalSandbox`]'s `exec` refuses what
 //! `CommandSpec::check` refuses (the allowlist, NUL bytes, bad variables, a
 //! zero timeout), as the Docker sandbox does; spawns the argv (never a
 //! shell) in the worktree as the leader of a new process group with a

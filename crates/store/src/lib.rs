@@ -15,16 +15,18 @@
 //! that returns `true`, commits, and acks the message after the commit — so a
 //! redelivery is a no-op, not a duplicate.
 //!
-//! [`conformance`] is the behaviour every store must have; both stores run it.
+//! `conformance` (feature `testsuite`) is the behaviour every store must
+//! have; both stores' tests run it.
 //!
 //! Both implement the domain's `HandOffStore` too (module `hand_off`):
 //! reviews with the four-eyes rule, the audit log in `decisions` (a
 //! trigger refuses UPDATE and DELETE of its rows) and the pull request.
 //!
 //! [`groups`] holds failure groups (the ingest library's `GroupStore`) on
-//! both databases, with its own conformance suite that the in-memory store
-//! runs too.
+//! both databases, with its own conformance suite (feature `testsuite`)
+//! that the in-memory store runs too.
 
+#[cfg(feature = "testsuite")]
 pub mod conformance;
 pub mod experience;
 pub mod groups;

@@ -3,13 +3,14 @@
 //! `resolve`, `mark_investigation`) holds all the logic; these stores only
 //! load a group under a lock, apply the model and write it back in one
 //! transaction, so they behave exactly like [`InMemoryGroupStore`] —
-//! [`conformance`] checks that on all three.
+//! `conformance` (feature `testsuite`) checks that on all three.
 //!
 //! [`GroupStore`]: tracelab_ingest::GroupStore
 //! [`FailureGroup::observe`]: tracelab_ingest::FailureGroup::observe
 //! [`InMemoryGroupStore`]: tracelab_ingest::InMemoryGroupStore
 
 mod columns;
+#[cfg(feature = "testsuite")]
 pub mod conformance;
 mod evidence;
 mod postgres;
