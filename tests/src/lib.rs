@@ -48,6 +48,10 @@ pub struct FleetOptions {
     /// cache (nothing shared between them) and may name local paths under
     /// the system's temporary folder, where the fixtures live.
     pub repositories: Vec<String>,
+    /// More `--set` settings for each verifier (e.g. `repair.mode=llm`).
+    pub verifier_settings: Vec<String>,
+    /// Environment variables for each verifier (e.g. a `…_FILE` secret).
+    pub verifier_env: Vec<(String, String)>,
 }
 
 impl Default for FleetOptions {
@@ -60,6 +64,8 @@ impl Default for FleetOptions {
             investigator_config: None,
             sandbox: "local",
             repositories: Vec::new(),
+            verifier_settings: Vec::new(),
+            verifier_env: Vec::new(),
         }
     }
 }
@@ -239,6 +245,9 @@ impl Fleet {
         }
         // The system's interpreters (Debian's python3 with pytest), not a
         // version manager's shims that the developer's PATH may put first.
+        if service == "verifier" {
+            command.envs(self.options.verifier_env.iter().map(|(k, v)| (k, v)));
+        }
         command
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("RUST_LOG", "info")
@@ -261,13 +270,14 @@ impl Fleet {
     /// Starts one more verifier named `name`.
     pub fn add_verifier(&mut self, name: &str) {
         let port = free_port();
-        let extra = [
+        let mut extra = vec![
             format!("listen=127.0.0.1:{port}"),
             format!("name={name}"),
             format!("concurrency={}", self.options.verifier_concurrency),
             format!("sandbox.kind={}", self.options.sandbox),
             "sandbox.allow_local=true".into(),
         ];
+        extra.extend(self.options.verifier_settings.iter().cloned());
         self.spawn(name, "verifier", &extra, port);
     }
 

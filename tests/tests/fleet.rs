@@ -14,6 +14,7 @@ use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message};
 use tracelab_domain::ids::HypothesisId;
 use tracelab_e2e::{Backends, Fleet, FleetOptions, backends, pytest_junit};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
+use tracelab_llm::fake::{Answer, FakeChat};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_store::{PgOptions, PgStore, SqliteStore};
 use tracelab_testkit::scenarios::{self, Scenario};
@@ -403,6 +404,71 @@ async fn a_bug_with_no_culprit_is_repaired_by_a_verifier_as_in_the_embedded_mode
         local_winner.detail.unwrap()["edit"],
         "{winner}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_verifier_with_a_model_server_proves_the_llm_agents_fix() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    const KEY: &str = "sk-fleet-test-5d1e9b7a3c2f8e0d4b6a";
+    let fake = FakeChat::start(vec![Answer::Reply(
+        "app.py\n<<<<<<< SEARCH\n    end = size\n=======\n    end = start + size\n>>>>>>> REPLACE\n"
+            .into(),
+    )])
+    .await;
+    let secrets = tempfile::tempdir().unwrap();
+    let key_file = secrets.path().join("llm-key");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    // No culprit to revert and no template that passes the trap's hidden
+    // tests: only the model's edit can be VERIFIED.
+    let s = scenarios::overfitting_trap(3);
+    let fleet = Fleet::start(
+        &b,
+        FleetOptions {
+            verifier_settings: vec![
+                "repair.mode=llm".into(),
+                format!("repair.llm.base_url={}", fake.base_url),
+                "repair.llm.model=fake-coder".into(),
+            ],
+            verifier_env: vec![(
+                "TRACELAB__REPAIR__LLM__API_KEY_FILE".into(),
+                key_file.display().to_string(),
+            )],
+            ..FleetOptions::default()
+        },
+    )
+    .await;
+    let id = fleet.submit(request(&s, "E2E-LLM")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    let report = &view["report"];
+    let winner = &report["winner"];
+    assert_eq!(winner["status"], "VERIFIED", "{report}\n{}", fleet.logs());
+    assert_eq!(winner["kind"], "patch", "{winner}");
+    assert_eq!(winner["detail"]["source"], "model", "{winner}");
+    assert_eq!(winner["detail"]["model"], "fake-coder", "{winner}");
+    assert_eq!(winner_patch_files(report), vec!["app.py".to_string()]);
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1, "one call to the model server");
+    // The key from the mounted file goes in the header, and nowhere else.
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert!(!seen[0].body.contains(KEY));
+    assert!(!fleet.logs().contains(KEY), "the key is in a service log");
+    assert!(!view.to_string().contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_verifier_told_to_use_a_model_without_one_refuses_to_start() {
+    // Refused before it connects to anything.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracelab-verifier"))
+        .args(["--set", "repair.mode=llm"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("repair.llm.base_url"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -39,8 +39,9 @@ use tracelab_repair::{Candidate, Target};
 
 mod llm;
 
-/// Where fixes beyond revert come from (`--repair`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where fixes beyond revert come from (`--repair`, the verifier's `repair.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RepairMode {
     /// Only reverts of a culprit carry fixes.
     Off,

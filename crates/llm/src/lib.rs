@@ -67,6 +67,53 @@ impl LlmSettings {
     }
 }
 
+/// The model server as a service's settings file names it (the verifier's
+/// `[repair.llm]`): the key comes from a mounted file
+/// (`TRACELAB__REPAIR__LLM__API_KEY_FILE`), never a flag.
+#[derive(Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LlmServer {
+    /// The API root (`http://127.0.0.1:8000/v1`); empty: none configured.
+    pub base_url: String,
+    pub model: String,
+    /// Empty: the server wants no key.
+    pub api_key: String,
+    /// The longest one request may take; 0: the client's default (120 s).
+    pub timeout_seconds: u64,
+}
+
+impl std::fmt::Debug for LlmServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmServer")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &(!self.api_key.is_empty()).then_some("<redacted>"),
+            )
+            .field("timeout_seconds", &self.timeout_seconds)
+            .finish()
+    }
+}
+
+impl LlmServer {
+    /// The client for these settings; `what` names the settings in the
+    /// error when the server is not configured (`repair.llm`).
+    pub fn client(&self, what: &str) -> Result<LlmClient> {
+        if self.base_url.trim().is_empty() || self.model.trim().is_empty() {
+            return Err(Error::invalid(format!(
+                "the LLM patch agent needs a model server: set {what}.base_url (the OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1) and {what}.model, and {what}.api_key from a file when the server wants a key"
+            )));
+        }
+        let mut settings = LlmSettings::new(self.base_url.trim(), self.model.trim());
+        settings.api_key = ApiKey::new(self.api_key.clone());
+        if self.timeout_seconds > 0 {
+            settings.request_timeout = Duration::from_secs(self.timeout_seconds);
+        }
+        LlmClient::new(settings)
+    }
+}
+
 /// Bytes of a reply read at most: a chat completion is small, a hostile
 /// server's endless body is not.
 const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;

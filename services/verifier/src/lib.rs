@@ -12,9 +12,10 @@ use std::time::Duration;
 use tracelab_bus::{Bus, ConsumerSpec, Delivery};
 use tracelab_domain::hypothesis::HypothesisStatus;
 use tracelab_domain::ids::{HypothesisId, InvestigationId};
-use tracelab_domain::ports::SandboxProvider;
+use tracelab_domain::ports::{ChatModel, SandboxProvider};
 use tracelab_domain::{Error, Result};
 use tracelab_engine::InvestigateRequest;
+use tracelab_engine::RepairMode;
 use tracelab_engine::agents::test_behaviour::Classification;
 use tracelab_engine::phases::{RevertCandidate, verify_candidate};
 use tracelab_engine::session::{Session, prepare};
@@ -23,6 +24,7 @@ use tracelab_fleet::repositories::Repositories;
 use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
+use tracelab_llm::LlmServer;
 use tracelab_proto::events::v1::{HypothesisKind, HypothesisVerified, VerifyJob};
 use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
@@ -45,6 +47,57 @@ pub struct Settings {
     /// Names this process in stored results; empty = `verifier-<pid>`.
     pub name: String,
     pub sandbox: SandboxSettings,
+    pub repair: RepairSettings,
+}
+
+/// Where this verifier's repair hypotheses get their fixes (the embedded
+/// mode's `--repair`, `--repair-budget`, `--llm-*` and `TRACELAB_LLM_*`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RepairSettings {
+    /// `templates` (offline, the default), `llm`, `all` or `off`.
+    pub mode: RepairMode,
+    /// Wall time for screening candidate edits with the failing test.
+    pub screening_budget_seconds: u64,
+    /// Tokens (prompt and reply) the LLM patch agent may use per hypothesis.
+    pub llm_token_budget: u64,
+    /// Wall time the LLM patch agent may use per hypothesis.
+    pub llm_budget_seconds: u64,
+    /// The model server for `llm` and `all`; its key from a mounted file
+    /// (`TRACELAB__REPAIR__LLM__API_KEY_FILE`).
+    pub llm: LlmServer,
+}
+
+impl Default for RepairSettings {
+    fn default() -> Self {
+        let engine = tracelab_engine::EngineConfig::default();
+        Self {
+            mode: engine.repair,
+            screening_budget_seconds: engine.repair_screening_budget.as_secs(),
+            llm_token_budget: engine.llm_token_budget,
+            llm_budget_seconds: engine.llm_wall_budget.as_secs(),
+            llm: LlmServer::default(),
+        }
+    }
+}
+
+impl RepairSettings {
+    /// The model client when the mode uses one: a mode that needs a server
+    /// without one configured stops the verifier at start, not at its first job.
+    fn chat_model(&self) -> Result<Option<Arc<dyn ChatModel>>> {
+        if !self.mode.model() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(self.llm.client("repair.llm")?)))
+    }
+
+    fn apply(&self, config: &mut tracelab_engine::EngineConfig, model: Option<Arc<dyn ChatModel>>) {
+        config.repair = self.mode;
+        config.repair_screening_budget = Duration::from_secs(self.screening_budget_seconds);
+        config.llm_token_budget = self.llm_token_budget;
+        config.llm_wall_budget = Duration::from_secs(self.llm_budget_seconds);
+        config.chat_model = model;
+    }
 }
 
 impl Default for Settings {
@@ -57,6 +110,7 @@ impl Default for Settings {
             max_deliveries: 5,
             name: String::new(),
             sandbox: SandboxSettings::default(),
+            repair: RepairSettings::default(),
         }
     }
 }
@@ -70,10 +124,13 @@ struct Verifier {
     /// This verifier's own mirror cache: a job names a URL and revisions,
     /// and each verifier fetches them, on whatever machine it runs.
     repositories: Repositories,
+    repair: RepairSettings,
+    chat_model: Option<Arc<dyn ChatModel>>,
 }
 
 /// Runs the verifier until `shutdown`; in-flight jobs finish first.
 pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
+    let chat_model = settings.repair.chat_model()?;
     let repositories = Repositories::new(&settings.fleet.repositories)?;
     let listener = http::bind(&settings.listen).await?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
@@ -96,6 +153,8 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         sandboxes: tracelab_fleet::sandbox::provider(&settings.sandbox).await?,
         sandbox: settings.sandbox.clone(),
         repositories,
+        repair: settings.repair.clone(),
+        chat_model,
     });
     let topology = settings.fleet.topology();
     let spec = worker::with_delivery(
@@ -204,6 +263,7 @@ impl Verifier {
             })?;
         let mut config = engine_config(job.limits.as_ref(), &self.sandbox)?;
         config.parallelism = 1;
+        self.repair.apply(&mut config, self.chat_model.clone());
         let checkout = self
             .repositories
             .checkout(&job.repository, &[&job.bad])
@@ -264,7 +324,7 @@ async fn repair_job(
                 job.number,
                 tracelab_domain::hypothesis::AgentKind::CodePath,
                 tracelab_domain::hypothesis::HypothesisKind::Patch,
-                "an edit of a suspect function fixes the failure (repair templates)",
+                "an edit of a suspect function fixes the failure",
             );
             h.status = HypothesisStatus::Inconclusive;
             h.status_reason = note;
