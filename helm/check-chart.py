@@ -221,6 +221,9 @@ def expected_secret_files(name, values, secret_name):
     if name == "ingest" and values["ingest"]["redactionKey"]["existingSecret"]:
         want["TRACELAB__REDACTION_KEY"] = (values["ingest"]["redactionKey"]["existingSecret"],
                                            values["ingest"]["redactionKey"]["existingSecretKey"])
+    if name == "verifier" and values["verifier"]["llmApiKey"]["existingSecret"]:
+        want["TRACELAB__REPAIR__LLM__API_KEY"] = (values["verifier"]["llmApiKey"]["existingSecret"],
+                                                  values["verifier"]["llmApiKey"]["existingSecretKey"])
     if name == "investigator":
         for host, h in values["pullRequests"]["hosts"].items():
             want[f"TRACELAB__PULL_REQUESTS__HOSTS__{host.upper()}__TOKEN"] = (
@@ -607,12 +610,22 @@ def check_network_policies(by_kind, deployments, values, c, scenario):
                       if "cidr" in api else None)
                 c.that(any(r.get("to") == to and {p for p, _ in rule_ports(r)} == set(api["ports"]) for r in egress),
                        f"{where}: no egress to the code-host API {api}")
+        model_rules = []
+        if name == "verifier" and (values["verifier"]["settings"].get("repair") or {}).get("mode") in ("llm", "all"):
+            # The model server, by address only: never an open port.
+            for m in np_values["modelServers"]:
+                want |= set(m["ports"])
+                to = [{"ipBlock": {"cidr": m["cidr"], **({"except": m["except"]} if m.get("except") else {})}}]
+                model_rules += [r for r in egress if r.get("to") == to and {p for p, _ in rule_ports(r)} == set(m["ports"])]
+                c.that(any(r.get("to") == to for r in egress), f"{where}: no egress to the model server {m}")
         got = {p for r in egress for p, _ in rule_ports(r)}
         c.that(got == want, f"{where}: egress ports {sorted(got)}, expected {sorted(want)}")
         if name == "verifier":
-            # What a hostile test in a verifier can reach: DNS, NATS, PostgreSQL, git hosts.
+            # What a hostile test in a verifier can reach: DNS, NATS, PostgreSQL,
+            # git hosts, and the model server's addresses when the LLM agent is on.
             c.that(not ({"git", "nats", "postgresql"} ^ mine) and not indexer_rules,
                    f"{where}: verifier egress beyond DNS, NATS, PostgreSQL and git hosts")
+            c.that(all(r.get("to") for r in model_rules), f"{where}: model server egress to any destination")
 
 
 def check_service_monitors(by_kind, deployments, values, c, scenario):
@@ -746,6 +759,16 @@ SCENARIOS = [
                                                            "api_url": "https://gitlab.example.com/api/v4",
                                                            "base_branch": "develop"}},
                      "forbid_self_approval": False}),
+    ("the LLM patch agent on the verifiers: key from a Secret, the model server by address", merge(PG, {
+        "verifier": {"settings": {"repair": {"mode": "llm", "llm": {"base_url": "https://llm.internal.example.com/v1",
+                                                                   "model": "coder"}}},
+                     "llmApiKey": {"existingSecret": "model-server", "existingSecretKey": "key"}},
+        "networkPolicy": {"modelServers": [{"cidr": "10.50.0.0/24", "ports": [443]}]},
+    }), True, None),
+    ("the LLM patch agent without the model server's address", merge(PG, {
+        "verifier": {"settings": {"repair": {"mode": "all", "llm": {"base_url": "https://llm.example.com/v1",
+                                                                   "model": "coder"}}}},
+    }), False, "networkPolicy.modelServers"),
     ("a pull-request host without a token", merge(PG, {"pullRequests": {"hosts": {"github": {"host": "github.com"}}}}),
      False, "API token"),
     ("a pull-request host name that is no setting name", merge(PG, {"pullRequests": {"hosts": {

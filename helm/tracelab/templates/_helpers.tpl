@@ -176,7 +176,20 @@ The secrets one service reads, as JSON {"files": [...]}: (dict "root" $
 {{- $files = append $files (dict "env" (printf "TRACELAB__PULL_REQUESTS__HOSTS__%s__TOKEN" (upper $name)) "file" (printf "pull-request-token-%s" $name) "secret" (default (include "tracelab.secretName" $root) (get $h "existingSecret")) "key" (include "tracelab.pullRequestTokenKey" (dict "name" $name "host" $h))) -}}
 {{- end -}}
 {{- end -}}
+{{- /* The LLM patch agent's model server key. */ -}}
+{{- if and (eq .service "verifier") $root.Values.verifier.llmApiKey.existingSecret -}}
+{{- $k := $root.Values.verifier.llmApiKey -}}
+{{- $files = append $files (dict "env" "TRACELAB__REPAIR__LLM__API_KEY" "file" "llm-api-key" "secret" $k.existingSecret "key" $k.existingSecretKey) -}}
+{{- end -}}
 {{- toJson (dict "files" $files) -}}
+{{- end -}}
+
+{{/*
+Whether the verifiers' repair uses a model server ("true" or "").
+*/}}
+{{- define "tracelab.verifierUsesModel" -}}
+{{- $repair := default (dict) (get .Values.verifier.settings "repair") -}}
+{{- if has (toString (get $repair "mode")) (list "llm" "all") -}}true{{- end -}}
 {{- end -}}
 
 {{/*
