@@ -64,16 +64,23 @@ pub(crate) enum Shape {
     Gutter,
     /// A parallel job's label: `[job-1] `, `[gw0] `, `web_1  | `.
     Job,
+    /// A Markdown or e-mail quote: `> ` (a trace pasted into a reply).
+    Quote,
+    /// A block indented as a whole, the failure's header included (pasted
+    /// under a list item, a CI annotation, a code block): this many spaces.
+    /// Detected apart from the others ([`indent`]), never sampled by `ALL`.
+    Indent(u8),
 }
 
 impl Shape {
-    const ALL: [Shape; 6] = [
+    const ALL: [Shape; 7] = [
         Shape::IsoTimestamp,
         Shape::BracketedTimestamp,
         Shape::ClockTime,
         Shape::Elapsed,
         Shape::Gutter,
         Shape::Job,
+        Shape::Quote,
     ];
 
     /// What the diagnostic calls it.
@@ -85,6 +92,8 @@ impl Shape {
             Shape::Elapsed => "elapsed-time stamps",
             Shape::Gutter => "line-number gutters",
             Shape::Job => "job labels",
+            Shape::Quote => "quote markers",
+            Shape::Indent(_) => "a common indentation",
         }
     }
 
@@ -104,6 +113,15 @@ impl Shape {
             Shape::Elapsed => bracketed(head, elapsed),
             Shape::Gutter => return gutter(head),
             Shape::Job => return job(line, head),
+            Shape::Quote => match head {
+                [b'>', b' ', ..] => Some(2),
+                [b'>'] | [b'>', b'\t', ..] => Some(1),
+                _ => None,
+            },
+            Shape::Indent(n) => {
+                let n = usize::from(n);
+                (head.len() >= n && head[..n].iter().all(|&b| b == b' ')).then_some(n)
+            }
         }?;
         // Every matcher ends on an ASCII byte, so `m` is a char boundary.
         Some(Match {
@@ -575,7 +593,47 @@ fn detect(text: &str, work: &mut u64) -> Vec<Shape> {
         }
         shapes.push(shape);
     }
+    if shapes.len() < MAX_LAYERS
+        && let Some(n) = indent(&views)
+    {
+        shapes.push(Shape::Indent(n));
+    }
     shapes
+}
+
+/// Failure headers a parser looks for at the start of a line; a common
+/// indentation is removed only when one of them is indented with the rest,
+/// so an indented list of frames (`    at f (a.js:1:2)`) is left as printed.
+const HEADERS: &[&str] = &[
+    "panic: ",
+    "thread '",
+    "Traceback (most recent call last)",
+    "Exception in thread ",
+    "fatal error: ",
+    "goroutine ",
+    "Caused by: ",
+];
+
+/// The indentation (spaces) shared by at least 80 % of the sampled lines,
+/// when a failure header is among them.
+fn indent(views: &[&str]) -> Option<u8> {
+    let lines: Vec<&str> = views
+        .iter()
+        .copied()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let width = |l: &str| {
+        l.bytes()
+            .take(MAX_PREFIX)
+            .take_while(|&b| b == b' ')
+            .count()
+    };
+    let n = lines.iter().map(|l| width(l)).filter(|&w| w > 0).min()?;
+    let indented: Vec<&str> = lines.iter().copied().filter(|l| width(l) >= n).collect();
+    let header = indented
+        .iter()
+        .any(|l| HEADERS.iter().any(|h| l[n..].starts_with(h)));
+    (header && indented.len() * 10 >= lines.len() * 8).then(|| u8::try_from(n).unwrap_or(u8::MAX))
 }
 
 /// How many sampled lines the shape starts (0 when it does not qualify: a
@@ -732,6 +790,35 @@ mod tests {
         let (t, s) = cleaned(&text);
         assert_eq!(s, [Shape::Elapsed, Shape::Gutter]);
         assert!(t.starts_with("line 1\nline 2\n"), "{t}");
+    }
+
+    #[test]
+    fn a_quoted_trace_loses_its_quote_markers() {
+        let text = "> $ sdkmanager --licenses\n> Exception in thread \"main\" java.lang.Error: x\n> \tat a.B.c(B.java:1)\n>\n";
+        let (t, s) = cleaned(text);
+        assert_eq!(s, [Shape::Quote]);
+        assert_eq!(
+            t,
+            "$ sdkmanager --licenses\nException in thread \"main\" java.lang.Error: x\n\tat a.B.c(B.java:1)\n\n"
+        );
+    }
+
+    #[test]
+    fn a_block_indented_with_its_header_is_dedented() {
+        // A CI annotation: a first line at the margin, then the indented panic.
+        let text = "run golangci-lint\n  panic: boom\n\n  goroutine 1 [running]:\n  main.f()\n  \t/src/m.go:4 +0x1\n";
+        let (t, s) = cleaned(text);
+        assert_eq!(s, [Shape::Indent(2)]);
+        assert_eq!(
+            t,
+            "run golangci-lint\npanic: boom\n\ngoroutine 1 [running]:\nmain.f()\n\t/src/m.go:4 +0x1\n"
+        );
+        // Frames indented as printed, without an indented header: kept.
+        let frames = "    at f (/a.js:1:2)\n    at g (/a.js:3:4)\n";
+        assert_eq!(cleaned(frames), (frames.to_owned(), Vec::new()));
+        // A Python traceback's own indentation is not a block's.
+        let py = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\n  File \"b.py\", line 2, in g\n    h()\n  File \"c.py\", line 3, in h\n    1/0\nZeroDivisionError: division by zero\n";
+        assert_eq!(cleaned(py).0, py);
     }
 
     #[test]

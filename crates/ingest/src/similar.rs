@@ -64,8 +64,35 @@ fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
+/// The file name a frame token uses: Node prints one core module as
+/// `node:path`, `path.js` or `internal/validators.js` depending on its
+/// version, so the `node:` scheme and a JavaScript extension are dropped.
+fn token_file(path: &str) -> &str {
+    let name = file_name(path.strip_prefix("node:").unwrap_or(path));
+    [".js", ".mjs", ".cjs"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext).filter(|n| !n.is_empty()))
+        .unwrap_or(name)
+}
+
+/// The function part of a token (`file|function`), when it names one
+/// worth matching on its own (not a module body or an anonymous function).
+fn token_function(key: &str) -> Option<&str> {
+    let (_, func) = key.split_once('|')?;
+    let generic = [
+        "<module>",
+        "<anonymous>",
+        "<lambda>",
+        "main",
+        "run",
+        "call",
+        "apply",
+    ];
+    (func.len() > 2 && !generic.contains(&func)).then_some(func)
+}
+
 fn token(f: &Frame) -> Option<FrameToken> {
-    let file = f.file.as_deref().map(file_name).filter(|s| !s.is_empty());
+    let file = f.file.as_deref().map(token_file).filter(|s| !s.is_empty());
     let key = match (f.function.as_deref().filter(|s| !s.is_empty()), file) {
         (Some(func), Some(file)) => format!("{file}|{func}"),
         (Some(func), None) => format!("|{func}"),
@@ -169,6 +196,10 @@ pub struct SimilarityConfig {
     pub library_weight: f64,
     /// Score factor when both exception types are known and differ.
     pub type_mismatch: f64,
+    /// Worth of a match on the function alone, the files differing (a
+    /// function moved to another file between versions), against 1 for a
+    /// match on both.
+    pub moved_function: f64,
     /// Share of the score given to the masked messages' word overlap.
     pub message_weight: f64,
     /// A trace joins the most similar group at this score or above.
@@ -185,6 +216,7 @@ impl Default for SimilarityConfig {
             position_decay: 0.75,
             library_weight: 0.3,
             type_mismatch: 0.5,
+            moved_function: 0.5,
             message_weight: 0.3,
             threshold: DEFAULT_THRESHOLD,
         }
@@ -267,11 +299,25 @@ pub fn similarity(
     // dp[i][j]: best matched weight of fa[..i] and fb[..j].
     let mut dp = vec![0.0f64; (n + 1) * (m + 1)];
     let at = |i: usize, j: usize| i * (m + 1) + j;
+    let moved = cfg.moved_function.clamp(0.0, 1.0);
+    // What matching frame i of a with frame j of b is worth (0: no match).
+    let worth = |i: usize, j: usize| -> f64 {
+        let (x, y) = (&fa[i].key, &fb[j].key);
+        let factor = if x == y {
+            1.0
+        } else if moved > 0.0 && token_function(x).is_some_and(|f| token_function(y) == Some(f)) {
+            moved
+        } else {
+            return 0.0;
+        };
+        factor * (wa[i] * wb[j]).sqrt()
+    };
     for i in 1..=n {
         for j in 1..=m {
             let mut best = dp[at(i - 1, j)].max(dp[at(i, j - 1)]);
-            if fa[i - 1].key == fb[j - 1].key {
-                best = best.max(dp[at(i - 1, j - 1)] + (wa[i - 1] * wb[j - 1]).sqrt());
+            let w = worth(i - 1, j - 1);
+            if w > 0.0 {
+                best = best.max(dp[at(i - 1, j - 1)] + w);
             }
             dp[at(i, j)] = best;
         }
@@ -279,10 +325,8 @@ pub fn similarity(
     let mut matched = Vec::new();
     let (mut i, mut j) = (n, m);
     while i > 0 && j > 0 {
-        if fa[i - 1].key == fb[j - 1].key
-            && (dp[at(i, j)] - (dp[at(i - 1, j - 1)] + (wa[i - 1] * wb[j - 1]).sqrt())).abs()
-                < 1e-12
-        {
+        let w = worth(i - 1, j - 1);
+        if w > 0.0 && (dp[at(i, j)] - (dp[at(i - 1, j - 1)] + w)).abs() < 1e-12 {
             matched.push(MatchedFrame {
                 key: fa[i - 1].key.clone(),
                 position_a: i - 1,
@@ -597,6 +641,54 @@ mod tests {
         assert!(ac < cfg.threshold, "{ac}");
         let empty = StackProfile::from_failure(&failure("KeyError", "x", Vec::new()));
         assert_eq!(similarity(&a, &empty, &stats, &cfg).score, 0.0);
+    }
+
+    #[test]
+    fn node_core_frames_match_across_versions_and_moved_functions_count_half() {
+        let js = |frames: Vec<Frame>| {
+            let mut f = failure("TypeError", "path must be a string", frames);
+            f.language = crate::Language::Javascript;
+            StackProfile::from_failure(&f)
+        };
+        let old = js(vec![
+            fr("/app/server.js", "serve", true),
+            fr("path.js", "Object.join", false),
+            fr("internal/validators.js", "validateString", false),
+        ]);
+        let new = js(vec![
+            fr("/app/server.js", "serve", true),
+            fr("node:path", "Object.join", false),
+            fr("node:internal/validators", "validateString", false),
+        ]);
+        assert_eq!(old.frames, new.frames, "one token per core frame");
+        let stats = FrameStats::new();
+        let cfg = SimilarityConfig::default();
+        // The same function in a renamed file: matched, at half worth.
+        let a = StackProfile::from_failure(&failure(
+            "RuntimeError",
+            "x",
+            vec![
+                fr("launch.py", "<module>", true),
+                fr("launch.py", "prepare_environment", true),
+            ],
+        ));
+        let b = StackProfile::from_failure(&failure(
+            "RuntimeError",
+            "x",
+            vec![
+                fr("launch.py", "<module>", true),
+                fr("launch_utils.py", "prepare_environment", true),
+            ],
+        ));
+        let moved = similarity(&a, &b, &stats, &cfg);
+        assert_eq!(moved.matched.len(), 2, "{moved:?}");
+        let strict = SimilarityConfig {
+            moved_function: 0.0,
+            ..cfg.clone()
+        };
+        let apart = similarity(&a, &b, &stats, &strict);
+        assert_eq!(apart.matched.len(), 1);
+        assert!(moved.score > apart.score && moved.score < 1.0);
     }
 
     #[test]

@@ -12,14 +12,10 @@ const KNOWN_GAPS: &[&str] = &[
     "rust/ra_9639.txt",                  // indented panic, location on the next line
     "javascript/vendure_template_5.txt", // frames without their `Error:` line
     "javascript/scratch_gui_9026.txt",   // `Error:` glued to a progress line
-    "go/go_critic_1210.txt",             // indented panic
-    "go/lima_739.txt",                   // indented panic in a CI annotation
-    "go/fleet_server_1243.txt",          // indented panic
     "kotlin/supabase_sample_5.txt",      // `error message: ` before the exception
     "python/osintgram_566.txt",          // a frame with its source line unindented
     "go/k9s_1654.txt",                   // goroutine dump behind a log prefix
     "go/k9s_806.txt",                    // goroutine dump behind a log prefix
-    "java/intentional_walk_163.txt",     // a Markdown quote (`> `) on every line
     "javascript/vuegg_45.txt",           // `Module build failed: Error:` prefix
     "javascript/react_cordova_29.txt",   // `Module build failed: Error:` prefix
 ];
@@ -29,6 +25,7 @@ fn every_readable_trace_yields_a_failure_with_frames() {
     let c = real_corpus::load();
     assert!(c.items.len() >= 100, "{}", c.items.len());
     let mut unread = Vec::new();
+    let mut now_read = Vec::new();
     for item in &c.items {
         let gap = KNOWN_GAPS.contains(&item.file.as_str());
         match (&item.failure, gap) {
@@ -38,11 +35,15 @@ fn every_readable_trace_yields_a_failure_with_frames() {
                 item.file
             ),
             (None, false) => unread.push(item.file.clone()),
-            (Some(_), true) => panic!("{} is read now: remove it from KNOWN_GAPS", item.file),
+            (Some(_), true) => now_read.push(item.file.clone()),
             (None, true) => {}
         }
     }
     assert!(unread.is_empty(), "no failure found in {unread:?}");
+    assert!(
+        now_read.is_empty(),
+        "read now, remove from KNOWN_GAPS: {now_read:?}"
+    );
 }
 
 #[test]
@@ -67,13 +68,14 @@ fn similar_merging_finds_more_duplicates_than_the_exact_key() {
     let c = real_corpus::load();
     let r = real_corpus::report(&c);
     assert!(
-        r.similar.overall.recall() > r.exact.overall.recall() + 0.2,
+        r.similar.overall.recall() >= 0.75
+            && r.similar.overall.recall() > r.exact.overall.recall() + 0.25,
         "recall: similar {} exact {}",
         r.similar.overall.recall(),
         r.exact.overall.recall()
     );
     assert!(
-        r.similar.overall.precision() >= 0.9,
+        r.similar.overall.precision() >= 0.93,
         "{}",
         r.similar.overall.precision()
     );
@@ -105,4 +107,47 @@ fn print_report() {
         );
     }
     println!("folds {:?} full {}", r.fold_thresholds, r.full_threshold);
+}
+
+#[test]
+#[ignore = "diagnostic: prints the duplicate pairs similarity misses and the different bugs it merges"]
+fn print_mistakes() {
+    let c = real_corpus::load();
+    let cfg = tracelab_ingest::similar::SimilarityConfig::default();
+    let p = real_corpus::scores(&c, &cfg);
+    let t = real_corpus::choose_threshold(&c, &p, None);
+    let n = p.n;
+    let top = |i: usize| -> String {
+        c.items[i]
+            .failure
+            .as_ref()
+            .map_or("<no failure>".into(), |f| {
+                let prof = tracelab_ingest::similar::StackProfile::from_failure(f);
+                let frames: Vec<String> = prof
+                    .frames
+                    .iter()
+                    .take(6)
+                    .map(|t| format!("{}{}", if t.in_app { "" } else { "~" }, t.key))
+                    .collect();
+                format!("{:?} {}", prof.exception_type, frames.join(" > "))
+            })
+    };
+    println!("threshold {t}");
+    for i in 0..n {
+        for j in i + 1..n {
+            let same = c.items[i].group == c.items[j].group;
+            let predicted = real_corpus::same_exact(&c, i, j) || p.score[i * n + j] >= t;
+            if same != predicted {
+                println!(
+                    "{} {:.2} {} | {}\n    {}\n    {}",
+                    if same { "MISS" } else { "FALSE" },
+                    p.score[i * n + j],
+                    c.items[i].file,
+                    c.items[j].file,
+                    top(i),
+                    top(j)
+                );
+            }
+        }
+    }
 }
