@@ -19,6 +19,8 @@
 //!     └─► the Permit is dropped: the admission bound covers queued and in-flight work
 //! ```
 //!
+//! `GET /v1/groups` ([`groups`]) lists the failure groups for viewer tokens.
+//!
 //! Rejections ([`rejection::Rejection`]: the library's size and validity
 //! [`Refusal`](tracelab_ingest::Refusal)s, [`admission`]'s rate limit and
 //! in-flight bound) are answered, never dropped silently: 413 / 400 / 429 +
@@ -29,6 +31,7 @@ pub mod admission;
 pub mod auth;
 pub mod body;
 pub mod evidence;
+pub mod groups;
 pub mod grpc;
 pub mod http;
 pub mod intake_queue;
@@ -66,6 +69,10 @@ pub struct Settings {
     /// to start unless `allow_unauthenticated` (then the source is
     /// `X-TraceLab-Source` or the peer address).
     pub tokens: Vec<auth::TokenSetting>,
+    /// Bearer tokens that may read failure groups (`GET /v1/groups`), each
+    /// named for its reader; intake tokens cannot read. Without any,
+    /// reading is open only when `allow_unauthenticated` is.
+    pub viewer_tokens: Vec<auth::TokenSetting>,
     /// Accept evidence without tokens: a development machine only (without
     /// tokens the service refuses to start otherwise).
     pub allow_unauthenticated: bool,
@@ -86,6 +93,7 @@ impl Default for Settings {
             grpc_listen: "127.0.0.1:4317".into(),
             redaction_key: String::new(),
             tokens: Vec::new(),
+            viewer_tokens: Vec::new(),
             allow_unauthenticated: false,
             limits: LimitSettings::default(),
             policy: Policy::default(),
@@ -230,7 +238,10 @@ pub async fn serve(
     let ingest = Arc::new(submission::Ingest::new(store.clone(), bus.clone(), parts));
 
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
-    let router = http::routes(ingest.clone(), auth.clone()).merge(health::routes(readiness));
+    let readers = groups::Readers::new(&settings.viewer_tokens, auth.is_open())?;
+    let router = http::routes(ingest.clone(), auth.clone())
+        .merge(groups::routes(ingest.clone(), readers))
+        .merge(health::routes(readiness));
     let http_server = tokio::spawn(http::serve(listeners.http, router, shutdown.clone()));
     let grpc_server = listeners.grpc.map(|l| {
         tokio::spawn(grpc::serve(

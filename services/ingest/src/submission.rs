@@ -142,6 +142,11 @@ impl Ingest {
         }
     }
 
+    /// The failure groups (read by `GET /v1/groups`).
+    pub fn groups(&self) -> &PgGroupStore {
+        &self.groups
+    }
+
     /// `text` with secrets and personal data redacted, for error messages
     /// that may quote the input they refused.
     pub fn redact(&self, text: &str) -> String {
@@ -313,7 +318,8 @@ impl Ingest {
                 now,
                 batch.commit.as_deref(),
                 batch.branch.as_deref(),
-            );
+            )
+            .in_repository(batch.repository.as_deref());
             let row = NewEvidence {
                 id: id.clone(),
                 kind: batch.kind.to_owned(),

@@ -1005,3 +1005,138 @@ async fn uploads_are_admitted_before_their_bodies_are_buffered() {
     assert!(admitted, "requests are admitted once the upload is gone");
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_are_listed_for_viewers_filtered_and_paged() {
+    let intake = "ci-token-0123456789abcdef";
+    let viewer = "viewer-token-0123456789abcdef";
+    let Some(s) = Service::start(|settings| {
+        settings.tokens = vec![TokenSetting {
+            name: "github-actions".into(),
+            token: intake.into(),
+        }];
+        settings.viewer_tokens = vec![TokenSetting {
+            name: "dashboard".into(),
+            token: viewer.into(),
+        }];
+    })
+    .await
+    else {
+        return;
+    };
+    let send = format!("Bearer {intake}");
+    let mut other = ci_report("def456", "main");
+    other["repository"] = json!("acme/billing");
+    for body in [ci_report("abc123", "feature/x"), other] {
+        let (status, _, answer) = s
+            .post(
+                "/v1/ci-failures",
+                "application/json",
+                body.to_string(),
+                &[("authorization", &send)],
+            )
+            .await;
+        assert_eq!(status, 202, "{answer}");
+    }
+    let get = |query: &str, token: Option<&str>| {
+        let mut r = s.client.get(format!("{}/v1/groups{query}", s.http));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        async move {
+            let response = r.send().await.expect("the service answers");
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    // Only viewers read; an intake token sends and cannot read.
+    assert_eq!(get("", None).await.0, 401);
+    assert_eq!(get("", Some(intake)).await.0, 401);
+    let (status, all) = get("?limit=500", Some(viewer)).await;
+    assert_eq!(status, 200, "{all}");
+    let groups = all["groups"].as_array().expect("groups").clone();
+    assert!(groups.len() >= 2, "{all}");
+    assert!(all["next"].is_null(), "one page holds them all: {all}");
+    let stored: i64 = sqlx::query("SELECT count(*) AS n FROM failure_groups")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap()
+        .get("n");
+    assert_eq!(groups.len() as i64, stored, "every stored group is listed");
+    // Each report's repository (credentials dropped) is kept on its groups
+    // and filters them: both reports hold the same failures.
+    for g in &groups {
+        assert_eq!(
+            g["repositories"],
+            json!(["acme/billing", "https://github.com/acme/shop"]),
+            "{g}"
+        );
+    }
+    let (_, only) = get("?repository=acme/billing&limit=500", Some(viewer)).await;
+    assert_eq!(
+        only["groups"].as_array().unwrap().len(),
+        groups.len(),
+        "{only}"
+    );
+    let (_, none) = get("?repository=acme/other", Some(viewer)).await;
+    assert_eq!(none["groups"], json!([]), "{none}");
+    // One at a time, the cursor walks every group once, in the same order.
+    let mut walked = Vec::new();
+    let mut query = "?limit=1".to_owned();
+    loop {
+        let (status, page) = get(&query, Some(viewer)).await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["groups"].as_array().unwrap().len(), 1, "{page}");
+        walked.push(page["groups"][0]["key"].clone());
+        match page["next"].as_str() {
+            Some(next) => {
+                let encoded: String = next
+                    .bytes()
+                    .map(|b| match b {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                            (b as char).to_string()
+                        }
+                        _ => format!("%{b:02X}"),
+                    })
+                    .collect();
+                query = format!("?limit=1&cursor={encoded}");
+            }
+            None => break,
+        }
+        assert!(walked.len() <= groups.len(), "the cursor never ends");
+    }
+    let keys: Vec<Value> = groups.iter().map(|g| g["key"].clone()).collect();
+    assert_eq!(walked, keys);
+    // Filters on state, language and time.
+    let (_, resolved) = get("?state=resolved", Some(viewer)).await;
+    assert_eq!(resolved["groups"], json!([]), "{resolved}");
+    let (_, open) = get("?state=open&language=python&limit=500", Some(viewer)).await;
+    assert_eq!(
+        open["groups"].as_array().unwrap().len(),
+        groups.len(),
+        "{open}"
+    );
+    let (_, future) = get("?since=99999999999", Some(viewer)).await;
+    assert_eq!(future["groups"], json!([]), "{future}");
+    // Bad parameters are answered, each with what is wrong.
+    for bad in [
+        "?limit=0",
+        "?limit=501",
+        "?state=closed",
+        "?language=cobol",
+        "?cursor=nonsense",
+        "?since=yesterday",
+        "?colour=red",
+    ] {
+        let (status, answer) = get(bad, Some(viewer)).await;
+        assert_eq!(status, 400, "{bad}: {answer}");
+        assert!(
+            answer["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{bad}: {answer}"
+        );
+    }
+    s.stop().await;
+}
