@@ -603,28 +603,10 @@ async fn linked_worktree_git_file_is_read_only() {
         return;
     };
     let label = label("linked");
-    let repo = worktree(&[("app.py", "print('hi')\n")]);
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "safe.directory=*",
-            ])
-            .args(args)
-            .current_dir(repo.path())
-            .output()
-            .expect("git");
-        assert!(status.status.success(), "{status:?}");
-    };
-    git(&["init", "-q"]);
-    git(&["add", "."]);
-    git(&["commit", "-qm", "init"]);
+    let mut repo = tracelab_testkit::FixtureRepo::new();
+    repo.commit("init", &[("app.py", "print('hi')\n")]);
     let linked = repo.path().join("linked");
-    git(&["worktree", "add", "-q", linked.to_str().unwrap()]);
+    repo.git(&["worktree", "add", "-q", linked.to_str().unwrap()]);
     assert!(linked.join(".git").is_file());
     let sandbox = provider.open_docker(&linked, &label).await.unwrap();
     let script = "try:\n    open('/work/.git', 'w').write('gitdir: /tmp/evil')\n    print('WROTE')\nexcept OSError as e:\n    print('refused', e.strerror)\n";
@@ -642,7 +624,7 @@ async fn linked_worktree_git_file_is_read_only() {
             .starts_with("gitdir: /")
     );
     // The engine's root git still works in the handed-over worktree.
-    git(&["-C", linked.to_str().unwrap(), "status", "--short"]);
+    tracelab_testkit::git(&linked, &["-c", "safe.directory=*", "status", "--short"]);
     finish(&provider, &label, &[&sandbox]).await;
 }
 

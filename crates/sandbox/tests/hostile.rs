@@ -592,12 +592,7 @@ async fn normal_tests_still_work_but_git_metadata_stays_read_only() {
         };
         let g = provider.guarantees();
         let dir = tempfile::tempdir().unwrap();
-        let git = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(dir.path())
-            .status()
-            .unwrap();
-        assert!(git.success());
+        tracelab_testkit::git(dir.path(), &["init", "-q"]);
         write(dir.path(), "test_add.py", TEST_FILE);
         write(dir.path(), "write.py", WRITE_AND_PLANT);
         let config_before = std::fs::read(dir.path().join(".git/config")).unwrap();

@@ -5,23 +5,18 @@
 
 mod common;
 
-use tracelab_ingest::{
-    Decision, FailureKind, GroupKey, GroupStore, Language, Observation, Occurrence, Policy, Trigger,
-};
+use tracelab_ingest::{Decision, GroupStore, Observation, Occurrence, Policy, Trigger};
+use tracelab_store::groups::conformance;
 use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgOptions, Suggested};
 
 fn occurrence(at: i64, commit: &str) -> Occurrence {
-    Occurrence {
-        key: GroupKey("stack:0123456789abcdef:aaaaaaaa".into()),
+    conformance::occurrence(
+        "stack:0123456789abcdef:aaaaaaaa",
         at,
-        commit: Some(commit.into()),
-        branch: Some("main".into()),
-        title: "ValueError: bad".into(),
-        kind: FailureKind::TestFailure,
-        language: Language::Python,
-        test_id: Some("tests/test_x.py::test_a".into()),
-        repository: None,
-    }
+        Some(commit),
+        Some("main"),
+    )
+    .in_test("tests/test_x.py::test_a")
 }
 
 fn evidence(id: &str, occ: &Occurrence) -> NewEvidence {

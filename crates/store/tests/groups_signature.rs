@@ -3,22 +3,9 @@
 
 mod common;
 
-use tracelab_ingest::{FailureKind, GroupKey, GroupStore, Language, Occurrence};
+use tracelab_ingest::GroupStore;
+use tracelab_store::groups::conformance::occurrence;
 use tracelab_store::{PgGroupStore, PgOptions};
-
-fn occurrence(key: &str, at: i64, commit: &str) -> Occurrence {
-    Occurrence {
-        key: GroupKey(key.into()),
-        at,
-        commit: Some(commit.into()),
-        branch: Some("main".into()),
-        title: format!("ValueError: {key}"),
-        kind: FailureKind::TestFailure,
-        language: Language::Python,
-        test_id: None,
-        repository: None,
-    }
-}
 
 #[tokio::test]
 async fn signatures_find_their_groups_newest_first() {
@@ -44,10 +31,18 @@ async fn signatures_find_their_groups_newest_first() {
         ("stack:1111111111111111".to_string(), 40),
         (format!("error:{stack}"), 50), // a stack signature is not an error signature
     ] {
-        store.record(&occurrence(&key, at, "c1")).await.unwrap();
+        store
+            .record(&occurrence(&key, at, Some("c1"), Some("main")))
+            .await
+            .unwrap();
     }
     store
-        .record(&occurrence(&format!("stack:{stack}:aaaaaaaa"), 15, "c2"))
+        .record(&occurrence(
+            &format!("stack:{stack}:aaaaaaaa"),
+            15,
+            Some("c2"),
+            Some("main"),
+        ))
         .await
         .unwrap();
 

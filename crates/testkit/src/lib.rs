@@ -16,10 +16,16 @@ use std::process::Command;
 
 /// Runs git in `dir` and returns trimmed stdout; panics on failure (tests only).
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_with(dir, args, &[])
+}
+
+/// [`git`] with extra environment variables: the one place tests run git.
+fn git_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("git runs");
     assert!(
@@ -84,23 +90,15 @@ impl FixtureRepo {
         format!("{} +0000", self.start + self.tick)
     }
 
-    /// Runs git in the repository and returns trimmed stdout; panics on failure (fixtures only).
+    /// Runs git in the repository, dated by the fixture's clock, and returns
+    /// trimmed stdout; panics on failure (fixtures only).
     pub fn git(&self, args: &[&str]) -> String {
         let date = self.date();
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(self.path())
-            .args(args)
-            .env("GIT_AUTHOR_DATE", &date)
-            .env("GIT_COMMITTER_DATE", &date)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        git_with(
+            self.path(),
+            args,
+            &[("GIT_AUTHOR_DATE", &date), ("GIT_COMMITTER_DATE", &date)],
+        )
     }
 
     /// Writes one file (creating directories) without committing it.
@@ -131,20 +129,7 @@ impl FixtureRepo {
     fn commit_staged(&mut self, message: &str) -> String {
         self.tick += self.step;
         self.git(&["add", "-A"]);
-        let date = self.date();
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(self.path())
-            .args(["commit", "-q", "--allow-empty", "-m", message])
-            .env("GIT_AUTHOR_DATE", &date)
-            .env("GIT_COMMITTER_DATE", &date)
-            .output()
-            .expect("git commit runs");
-        assert!(
-            out.status.success(),
-            "commit failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
         self.head()
     }
 
@@ -163,20 +148,7 @@ impl FixtureRepo {
     /// Merges `branch` into the current branch with a merge commit; returns its sha.
     pub fn merge(&mut self, branch: &str, message: &str) -> String {
         self.tick += self.step;
-        let date = self.date();
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(self.path())
-            .args(["merge", "-q", "--no-ff", "-m", message, branch])
-            .env("GIT_AUTHOR_DATE", &date)
-            .env("GIT_COMMITTER_DATE", &date)
-            .output()
-            .expect("git merge runs");
-        assert!(
-            out.status.success(),
-            "merge failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.git(&["merge", "-q", "--no-ff", "-m", message, branch]);
         self.head()
     }
 

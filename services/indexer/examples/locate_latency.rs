@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tracelab_code_index::indexer::open_repo;
 use tracelab_code_index::{Indexer, LocateOptions, Locator, default_cache_dir, locate};
 use tracelab_fleet::FleetSettings;
-use tracelab_indexer::Settings;
+use tracelab_indexer::{Listeners, Settings};
 use tracelab_proto::index::v1 as pb;
 use tracelab_proto::index::v1::retrieval_client::RetrievalClient;
 use tracelab_service::Shutdown;
@@ -62,8 +62,6 @@ async fn main() -> anyhow::Result<()> {
     let url = std::env::var("TRACELAB_TEST_POSTGRES").map_err(|_| {
         anyhow::anyhow!("set TRACELAB_TEST_POSTGRES (the service needs PostgreSQL)")
     })?;
-    let port =
-        || std::net::TcpListener::bind("127.0.0.1:0").map(|l| l.local_addr().map(|a| a.port()));
     let settings = Settings {
         fleet: FleetSettings {
             postgres_url: url,
@@ -74,14 +72,21 @@ async fn main() -> anyhow::Result<()> {
             },
             ..FleetSettings::default()
         },
-        listen: format!("127.0.0.1:{}", port()??),
-        grpc_listen: format!("127.0.0.1:{}", port()??),
         allow_unauthenticated: true,
         ..Settings::default()
     };
     let shutdown = Shutdown::new();
-    let server = tokio::spawn(tracelab_indexer::run(settings.clone(), shutdown.clone()));
-    let endpoint = format!("http://{}", settings.grpc_listen);
+    // Bound here on port 0 and handed over: no port to guess.
+    let listeners = Listeners {
+        health: tokio::net::TcpListener::bind("127.0.0.1:0").await?,
+        grpc: tokio::net::TcpListener::bind("127.0.0.1:0").await?,
+    };
+    let endpoint = format!("http://{}", listeners.grpc.local_addr()?);
+    let server = tokio::spawn(tracelab_indexer::serve(
+        settings,
+        listeners,
+        shutdown.clone(),
+    ));
     let mut client = loop {
         match RetrievalClient::connect(endpoint.clone()).await {
             Ok(c) => break c,

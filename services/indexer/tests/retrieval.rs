@@ -325,13 +325,10 @@ async fn repositories_outside_the_roots_and_bad_input_get_clear_errors() {
     // Inside the roots: an unknown revision and empty evidence.
     let (inside, _) = shop();
     let repo_in_root = root.path().join("shop");
-    let status = std::process::Command::new("git")
-        .args(["clone", "-q"])
-        .arg(inside.path())
-        .arg(&repo_in_root)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    tracelab_testkit::git(
+        root.path(),
+        &["clone", "-q", &path(inside.path()), &path(&repo_in_root)],
+    );
     let e = c
         .index(pb::IndexRequest {
             repository: path(&repo_in_root),

@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use tracelab_repos::{RepoCache, RepoUrl, RepositorySettings};
 use tracelab_testkit::FixtureRepo;
 
@@ -33,24 +32,7 @@ pub fn serve(repo: &Path, base: &Path, name: &str) {
 }
 
 /// Runs git in `dir`, returns trimmed stdout; panics on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Fixture Author")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "Fixture Author")
-        .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+pub use tracelab_testkit::git;
 
 /// Settings with the cache in `cache` and every loopback URL allowed.
 pub fn settings(cache: &Path) -> RepositorySettings {
