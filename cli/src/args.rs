@@ -221,6 +221,10 @@ pub struct RunOptions {
     /// Wall-clock budget for the LLM patch agent's model calls per investigation, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub llm_budget: u64,
+    /// Do not reuse past repairs (`tracelab experience mine`'s records in
+    /// the store) through the experience agent.
+    #[arg(long)]
+    pub no_experience: bool,
     #[arg(long, value_enum, default_value_t = SandboxKind::Local)]
     pub sandbox: SandboxKind,
     /// Image for `--sandbox docker` (default tracelab-sandbox-base:bookworm, see deploy/sandbox/).

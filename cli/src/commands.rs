@@ -308,8 +308,12 @@ async fn run_investigation(
             started: Instant::now(),
         })
     };
+    let mut config = engine_config(run)?;
+    if !run.no_experience {
+        config.experience = crate::experience::for_investigation(db).await?;
+    }
     let engine = Engine {
-        config: engine_config(run)?,
+        config,
         store: store.clone(),
         sandboxes: sandboxes(run, &request.repo).await?,
         progress,

@@ -5,8 +5,10 @@
 //! CI job, at every first-parent commit of the range, in one worktree and
 //! the local sandbox; a step after a failed step is not run (unreached, as
 //! in CI). The observations and diffs go to `tracelab_experience`, whose
-//! records are appended to `experience.jsonl` beside the one-machine store
-//! (a store table comes later, with the fleet).
+//! records are kept in the one-machine store (`ExperienceStore`), where
+//! `tracelab investigate` reads them for the experience agent. A record file
+//! of an earlier version (`experience.jsonl` beside the store) is imported
+//! into the store the first time the store is opened here, then renamed.
 
 use crate::args::Format;
 use anyhow::{Context as _, bail};
@@ -20,11 +22,12 @@ use tracelab_domain::ports::{CommandSpec, SandboxProvider};
 use tracelab_engine::git::Git;
 use tracelab_engine::workspace::Workspace;
 use tracelab_experience::evidence::failures_from_output;
-use tracelab_experience::records::{self, ExperienceRecord};
+use tracelab_experience::records::ExperienceRecord;
 use tracelab_experience::{
     CiRun, Failure, History, JobRun, PathRelations, Reconstruction, Revision, StepRun, StepStatus,
 };
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_store::{ExperienceStore, SqliteStore};
 
 #[derive(Debug, Subcommand)]
 pub enum ExperienceCommand {
@@ -91,24 +94,81 @@ pub async fn run(
     quiet: bool,
     command: ExperienceCommand,
 ) -> anyhow::Result<ExitCode> {
-    let file = records_file(db);
+    let (store, path) = open(db, quiet).await?;
     match command {
-        ExperienceCommand::Mine(args) => mine(&file, quiet, args).await,
-        ExperienceCommand::List { repo, format } => list(&file, repo.as_deref(), format),
-        ExperienceCommand::Show { id, format } => show(&file, &id, format),
+        ExperienceCommand::Mine(args) => mine(&store, &path, quiet, args).await,
+        ExperienceCommand::List { repo, format } => {
+            list(&store, &path, repo.as_deref(), format).await
+        }
+        ExperienceCommand::Show { id, format } => show(&store, &path, &id, format).await,
     }
 }
 
-/// `experience.jsonl` in the folder of the one-machine store.
-fn records_file(db: &Option<PathBuf>) -> PathBuf {
-    let db = db.clone().unwrap_or_else(crate::commands::default_db);
+/// The one-machine store, with an earlier version's record file imported.
+async fn open(db: &Option<PathBuf>, quiet: bool) -> anyhow::Result<(SqliteStore, PathBuf)> {
+    let path = db.clone().unwrap_or_else(crate::commands::default_db);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let store = SqliteStore::open(&path).await?;
+    let file = records_file(&path);
+    let imported = import(&store, &file).await?;
+    if imported > 0 && !quiet {
+        eprintln!(
+            "{imported} record(s) imported from {} into {}",
+            file.display(),
+            path.display()
+        );
+    }
+    Ok((store, path))
+}
+
+/// Past repairs for `tracelab investigate`'s experience agent: every record
+/// in the one-machine store (the agent applies the scope rule), `None` when
+/// there are none.
+pub(crate) async fn for_investigation(
+    db: &Option<PathBuf>,
+) -> anyhow::Result<Option<std::sync::Arc<tracelab_engine::agents::experience::Experience>>> {
+    let (store, _) = open(db, true).await?;
+    let records = store.experience(None).await?;
+    Ok((!records.is_empty()).then(|| {
+        std::sync::Arc::new(tracelab_engine::agents::experience::Experience {
+            records,
+            workflow: None,
+        })
+    }))
+}
+
+/// `experience.jsonl` beside the store: where records were kept before the
+/// store had a table for them.
+fn records_file(db: &Path) -> PathBuf {
     db.parent()
         .map(Path::to_path_buf)
         .unwrap_or_default()
         .join("experience.jsonl")
 }
 
-async fn mine(file: &Path, quiet: bool, args: MineArgs) -> anyhow::Result<ExitCode> {
+/// Moves the records of `file` into the store and renames it
+/// `experience.jsonl.imported`; a file that does not parse is left where it
+/// is, with the error, and nothing is lost.
+async fn import(store: &SqliteStore, file: &Path) -> anyhow::Result<usize> {
+    let records = read_jsonl(file)?;
+    if records.is_empty() {
+        return Ok(0);
+    }
+    let new = store.put_experience(&records).await?;
+    let done = file.with_extension("jsonl.imported");
+    std::fs::rename(file, &done)
+        .with_context(|| format!("cannot rename {} to {}", file.display(), done.display()))?;
+    Ok(new)
+}
+
+async fn mine(
+    store: &SqliteStore,
+    db: &Path,
+    quiet: bool,
+    args: MineArgs,
+) -> anyhow::Result<ExitCode> {
     let mut allow = Allowlist::default();
     allow.programs.extend(args.allow.iter().cloned());
     let steps: Vec<(String, Vec<String>)> = args
@@ -196,7 +256,7 @@ async fn mine(file: &Path, quiet: bool, args: MineArgs) -> anyhow::Result<ExitCo
     let stored = if args.dry_run {
         0
     } else {
-        append(file, &reconstruction.records)?
+        store.put_experience(&reconstruction.records).await?
     };
     let mut out = std::io::stdout().lock();
     match args.format {
@@ -206,7 +266,7 @@ async fn mine(file: &Path, quiet: bool, args: MineArgs) -> anyhow::Result<ExitCo
     if !quiet && !args.dry_run {
         eprintln!(
             "{stored} new record(s) stored in {} ({} in this history)",
-            file.display(),
+            db.display(),
             reconstruction.records.len()
         );
     }
@@ -300,32 +360,8 @@ fn summary(ci: &CiRun) -> String {
         .join(", ")
 }
 
-/// Appends the records whose id is not stored yet; returns how many.
-fn append(file: &Path, new: &[ExperienceRecord]) -> anyhow::Result<usize> {
-    let known: Vec<String> = read(file)?.into_iter().map(|r| r.id).collect();
-    let fresh: Vec<&ExperienceRecord> = new.iter().filter(|r| !known.contains(&r.id)).collect();
-    if fresh.is_empty() {
-        return Ok(0);
-    }
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut text = String::new();
-    for r in &fresh {
-        text.push_str(&serde_json::to_string(r)?);
-        text.push('\n');
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .with_context(|| format!("cannot open {}", file.display()))?;
-    f.write_all(text.as_bytes())?;
-    Ok(fresh.len())
-}
-
-/// Every stored record, with the recurring flag computed over all of them.
-fn read(file: &Path) -> anyhow::Result<Vec<ExperienceRecord>> {
+/// The records of an earlier version's record file (none when it is absent).
+fn read_jsonl(file: &Path) -> anyhow::Result<Vec<ExperienceRecord>> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -342,12 +378,16 @@ fn read(file: &Path) -> anyhow::Result<Vec<ExperienceRecord>> {
                 .with_context(|| format!("{} line {}", file.display(), n + 1))?,
         );
     }
-    records::mark_recurring(&mut out);
     Ok(out)
 }
 
-fn list(file: &Path, repo: Option<&str>, format: Format) -> anyhow::Result<ExitCode> {
-    let all = read(file)?;
+async fn list(
+    store: &SqliteStore,
+    db: &Path,
+    repo: Option<&str>,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    let all = store.experience(None).await?;
     let shown: Vec<&ExperienceRecord> = all
         .iter()
         .filter(|r| repo.is_none_or(|want| r.repository == want))
@@ -357,7 +397,7 @@ fn list(file: &Path, repo: Option<&str>, format: Format) -> anyhow::Result<ExitC
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?,
         Format::Markdown => {
             if shown.is_empty() {
-                writeln!(out, "No experience records in {}.", file.display())?;
+                writeln!(out, "No experience records in {}.", db.display())?;
                 return Ok(ExitCode::SUCCESS);
             }
             writeln!(out, "| id | problem | type | files | repository |")?;
@@ -379,12 +419,17 @@ fn list(file: &Path, repo: Option<&str>, format: Format) -> anyhow::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(file: &Path, id: &str, format: Format) -> anyhow::Result<ExitCode> {
-    let all = read(file)?;
+async fn show(
+    store: &SqliteStore,
+    db: &Path,
+    id: &str,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    let all = store.experience(None).await?;
     let matching: Vec<&ExperienceRecord> = all.iter().filter(|r| r.id.starts_with(id)).collect();
     let record = match matching.as_slice() {
         [one] => *one,
-        [] => bail!("no experience record {id} in {}", file.display()),
+        [] => bail!("no experience record {id} in {}", db.display()),
         _ => bail!("{id} names {} records; give more of the id", matching.len()),
     };
     let mut out = std::io::stdout().lock();

@@ -314,3 +314,145 @@ fn a_range_longer_than_the_bound_is_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--max-commits 3"));
 }
+
+const WINDOW_BUG: &str = "def window(xs, start, size):\n    end = size\n    return xs[start:end]\n";
+const WINDOW_FIX: &str =
+    "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n";
+const WINDOW_TESTS: &str = "from app import window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n\n\ndef test_window_from_the_start():\n    assert window([1, 2, 3, 4, 5], 0, 3) == [1, 2, 3]\n";
+const WINDOW_TEST: &str = "python3 -m pytest -q -p no:cacheprovider test_app.py::test_window";
+
+/// `tracelab` with Debian's python3 first (pytest is installed for it).
+fn tracelab_pytest(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tracelab"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("tracelab runs")
+}
+
+/// Mined once, reused later: a repair of `window` made on a branch is
+/// mined into the store, the main line moves the code, and `tracelab
+/// investigate` of the same failure there verifies the reused repair
+/// (3-way merged) as the experience agent's hypothesis; `--no-experience`
+/// leaves it out.
+#[test]
+fn investigate_reuses_a_mined_repair_through_the_store() {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Windows",
+        &[("app.py", WINDOW_BUG), ("test_app.py", WINDOW_TESTS)],
+    );
+    let main = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
+    repo.git(&["checkout", "-q", "-b", "fix", &root]);
+    let fix = repo.commit("Fix the end", &[("app.py", WINDOW_FIX)]);
+    repo.checkout(&main);
+    let moved = format!("def first(xs):\n    return xs[0]\n\n\n{WINDOW_BUG}");
+    repo.commit("Add first()", &[("app.py", &moved)]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let path = repo.path().to_str().unwrap();
+    let mined = tracelab_pytest(
+        &db,
+        &[
+            "experience",
+            "mine",
+            "--repo",
+            path,
+            "--test",
+            WINDOW_TEST,
+            "--from",
+            &root,
+            "--to",
+            &fix,
+        ],
+    );
+    assert!(
+        mined.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mined.stderr)
+    );
+    let listed = tracelab(&db, &["experience", "list", "--format", "json"]);
+    let records: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let id = records[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(records.as_array().unwrap().len(), 1);
+
+    let investigate = |extra: &[&str]| {
+        let mut args = vec![
+            "investigate",
+            "--repo",
+            path,
+            "--test",
+            WINDOW_TEST,
+            "--format",
+            "json",
+            "--timeout",
+            "30",
+        ];
+        args.extend_from_slice(extra);
+        let out = tracelab_pytest(&db, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let report = investigate(&[]);
+    let h = report["hypotheses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["agent"] == "experience")
+        .unwrap_or_else(|| panic!("no experience hypothesis: {report:#}"));
+    assert_eq!(h["status"], "VERIFIED", "{h:#}");
+    assert_eq!(h["detail"]["experience"]["record"], id.as_str());
+    assert_eq!(report["winner"]["id"], h["id"]);
+
+    let without = investigate(&["--no-experience"]);
+    assert!(
+        without["hypotheses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["agent"] != "experience")
+    );
+}
+
+/// Records of the earlier record file are moved into the store once.
+#[test]
+fn an_earlier_record_file_is_imported_into_the_store() {
+    let f = history();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let out = mine(&db, &f);
+    assert!(out.status.success());
+    let listed = tracelab(&db, &["experience", "list", "--format", "json"]);
+    let records: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!(!records.is_empty());
+    // The same records, as an earlier version kept them, beside a fresh store.
+    let other = tempfile::tempdir().unwrap();
+    let jsonl: String = records
+        .iter()
+        .map(|r| format!("{}\n", serde_json::to_string(r).unwrap()))
+        .collect();
+    std::fs::write(other.path().join("experience.jsonl"), jsonl).unwrap();
+    let db2 = other.path().join("t.db");
+    let imported = tracelab(&db2, &["experience", "list", "--format", "json"]);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let again: Vec<Value> = serde_json::from_slice(&imported.stdout).unwrap();
+    assert_eq!(again, records);
+    assert!(!other.path().join("experience.jsonl").exists());
+    assert!(other.path().join("experience.jsonl.imported").exists());
+    // A record file that does not parse is an error, and stays where it is.
+    std::fs::write(other.path().join("experience.jsonl"), "{not json\n").unwrap();
+    let bad = tracelab(&db2, &["experience", "list"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("experience.jsonl line 1"));
+    assert!(other.path().join("experience.jsonl").exists());
+}
