@@ -24,7 +24,7 @@ mod routes;
 mod source;
 
 pub use auth::{Authenticator, Viewer};
-pub use source::{DashboardSource, ListFilter};
+pub use source::{DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter};
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -77,6 +77,7 @@ pub fn router_with(
         .route("/login", get(routes::login_form).post(routes::login_submit))
         .route("/logout", post(routes::logout))
         .route("/investigations", get(routes::list))
+        .route("/groups", get(routes::groups))
         .route("/investigations/{id}", get(routes::show))
         .route("/investigations/{id}/approve", post(routes::approve))
         .route("/investigations/{id}/reject", post(routes::reject))

@@ -6,7 +6,7 @@ use crate::auth::{
     random_token, same_secret, set_cookie,
 };
 use crate::pages::{self, Chrome};
-use crate::source::{DashboardSource, ListFilter};
+use crate::source::{DashboardSource, GroupFilter, ListFilter};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::header::{
     AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, REFERRER_POLICY, SET_COOKIE,
@@ -562,6 +562,58 @@ async fn review(
         }
         Err(e) => source_error(e, &session),
     }
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct GroupsQuery {
+    state: Option<String>,
+    repository: Option<String>,
+    after: Option<String>,
+    limit: Option<u32>,
+}
+
+/// Failure groups shown per page when the query names no limit.
+const GROUPS_PER_PAGE: u32 = 50;
+
+pub(crate) async fn groups(
+    State(app): AppState,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(q): Query<GroupsQuery>,
+) -> Response {
+    let session = match require(&app, &headers, &uri) {
+        Ok(s) => s,
+        Err(redirect) => return redirect.into_response(),
+    };
+    let filter = GroupFilter {
+        state: given(q.state),
+        repository: given(q.repository),
+        after: given(q.after),
+        limit: q.limit.unwrap_or(GROUPS_PER_PAGE).clamp(1, MAX_LIMIT),
+    };
+    if let Some(state) = &filter.state
+        && !matches!(state.as_str(), "open" | "resolved")
+    {
+        return error_page(
+            StatusCode::BAD_REQUEST,
+            "Unknown state",
+            &format!("A failure group is open or resolved, not {state:?}."),
+            Some(&session),
+        );
+    }
+    let page = match app.source.groups(&filter).await {
+        Ok(page) => page,
+        Err(e) => return source_error(e, &session),
+    };
+    html(
+        StatusCode::OK,
+        pages::groups(&pages::GroupsView {
+            viewer: &session.viewer,
+            csrf: &session.csrf,
+            filter: &filter,
+            page: page.as_ref(),
+        }),
+    )
 }
 
 /// The session of a form post that may change an investigation: signed

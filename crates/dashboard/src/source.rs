@@ -50,6 +50,51 @@ pub trait DashboardSource: Send + Sync + 'static {
             "this server is not configured to open pull requests (investigation {id})"
         )))
     }
+    /// A page of failure groups, most recently seen first; `None` where the
+    /// host keeps no groups (one machine): the page then says so.
+    async fn groups(&self, _filter: &GroupFilter) -> Result<Option<GroupsPage>> {
+        Ok(None)
+    }
+}
+
+/// What the `/groups` page asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GroupFilter {
+    /// Groups seen in this repository.
+    pub repository: Option<String>,
+    /// `open` or `resolved`.
+    pub state: Option<String>,
+    /// Continue after the previous page (its [`GroupsPage::next`]).
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// One page of failure groups.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GroupsPage {
+    pub groups: Vec<GroupRow>,
+    /// The cursor of the next page, when there is one.
+    pub next: Option<String>,
+}
+
+/// A failure group as the page shows it: what the grouping knows and its
+/// activity (evidence per day, linked investigations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRow {
+    pub key: String,
+    pub title: String,
+    pub kind: String,
+    pub language: String,
+    /// `open` or `resolved`.
+    pub state: String,
+    pub count: u64,
+    pub first_seen: time::OffsetDateTime,
+    pub last_seen: time::OffsetDateTime,
+    pub repositories: Vec<String>,
+    /// Evidence per day, oldest first, the last entry today.
+    pub daily: Vec<u64>,
+    /// `(investigation id, state)`, newest first.
+    pub investigations: Vec<(String, String)>,
 }
 
 /// What the list page asks for. Every field set narrows the list; values are

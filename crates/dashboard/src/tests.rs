@@ -1,7 +1,10 @@
 //! Pages rendered from hand-built reports, and the router driven request by
 //! request (no socket).
 
-use crate::{Authenticator, DashboardSource, ListFilter, Settings, Viewer, router, router_with};
+use crate::{
+    Authenticator, DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter, Settings,
+    Viewer, router, router_with,
+};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode, header};
@@ -1096,4 +1099,110 @@ async fn readers_and_hosts_without_a_code_host_cannot_open_pull_requests() {
     .into_string();
     assert!(!html.contains("open-pr"));
     assert!(text(&html).contains("no code host configured"));
+}
+
+#[tokio::test]
+async fn the_groups_page_shows_counts_over_time_and_linked_investigations() {
+    let mut hot = group(
+        "k-hot",
+        "AssertionError in test_total <b>",
+        "open",
+        vec![0, 1, 0, 4, 2],
+        9_000,
+    );
+    hot.investigations = vec![(
+        "0190a1b2-0000-7000-8000-00000000aa01".into(),
+        "APPROVED".into(),
+    )];
+    let mut groups: Vec<GroupRow> = vec![
+        hot,
+        group(
+            "k-fixed",
+            "KeyError: 'sku'",
+            "resolved",
+            vec![3, 0, 0, 0, 0],
+            8_000,
+        ),
+    ];
+    for i in 0..3 {
+        groups.push(group(
+            &format!("k-{i}"),
+            &format!("old failure {i}"),
+            "open",
+            vec![0; 5],
+            7_000 - i,
+        ));
+    }
+    let source = Arc::new(MemorySource::new(vec![regression_verified()]).with_groups(groups));
+    let app = router(source, Arc::new(Tokens));
+
+    let res = send(&app, get("/groups", None)).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "needs a session");
+    let (session, _) = sign_in(&app, "read-token").await;
+    let page = body(send(&app, get("/groups?limit=2", Some(&session))).await).await;
+    let t = text(&page);
+    assert!(t.contains("AssertionError in test_total <b>"), "{t}");
+    assert!(!page.contains("test_total <b>"), "escaped");
+    assert_eq!(
+        page.matches("<svg class=\"sparkline\"").count(),
+        2,
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("class=\"day\"").count(),
+        4,
+        "a bar per day with evidence: {page}"
+    );
+    assert!(
+        page.contains("7 in the last 5 days: 0, 1, 0, 4, 2"),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"href="/investigations/0190a1b2-0000-7000-8000-00000000aa01""#),
+        "{page}"
+    );
+    assert!(page.contains(r#"href="/groups?after=k-fixed""#), "{page}");
+    assert!(!t.contains("old failure 0"));
+
+    let page = body(send(&app, get("/groups?after=k-fixed&limit=2", Some(&session))).await).await;
+    let t = text(&page);
+    assert!(
+        t.contains("old failure 0") && t.contains("old failure 1") && !t.contains("KeyError"),
+        "{t}"
+    );
+    let page = body(send(&app, get("/groups?state=resolved", Some(&session))).await).await;
+    let t = text(&page);
+    assert!(
+        t.contains("KeyError") && !t.contains("AssertionError"),
+        "{t}"
+    );
+    assert!(!page.contains("Older groups"));
+
+    let res = send(&app, get("/groups?state=closed", Some(&session))).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_host_without_groups_says_so() {
+    let (app, _) = app();
+    let (session, _) = sign_in(&app, "review-token").await;
+    let res = send(&app, get("/groups", Some(&session))).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(text(&body(res).await).contains("This server keeps no failure groups"));
+}
+
+#[test]
+fn the_sparkline_scales_to_the_busiest_day() {
+    let svg = crate::pages::sparkline(&[0, 5, 10]).into_string();
+    assert_eq!(svg.matches("class=\"day\"").count(), 2);
+    assert!(
+        svg.contains(r#"height="26.0""#),
+        "the busiest day fills the height: {svg}"
+    );
+    assert!(
+        svg.contains(r#"height="13.0""#),
+        "half as busy, half as tall: {svg}"
+    );
+    let empty = crate::pages::sparkline(&[0, 0]).into_string();
+    assert!(!empty.contains("class=\"day\""));
 }

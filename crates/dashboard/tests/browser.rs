@@ -18,7 +18,9 @@ use fixtures::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
-use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
+use tracelab_dashboard::{
+    Authenticator, DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter, Viewer,
+};
 
 struct Tokens;
 
@@ -51,7 +53,27 @@ async fn a_reviewer_signs_in_reads_and_approves_in_chromium() -> Result<()> {
             hostile.clone(),
             verified.clone(),
         ])
-        .with_pull_requests(),
+        .with_pull_requests()
+        .with_groups(vec![
+            {
+                let mut g = group(
+                    "k-hot",
+                    "AssertionError in test_total",
+                    "open",
+                    vec![0, 1, 0, 0, 4, 2, 0, 0, 3, 1, 0, 5, 2, 1],
+                    9_000,
+                );
+                g.investigations = vec![(verified.id.0.clone(), "WAITING_FOR_REVIEW".into())];
+                g
+            },
+            group(
+                "k-fixed",
+                "KeyError: 'sku'",
+                "resolved",
+                vec![3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                8_000,
+            ),
+        ]),
     );
     let dyn_source: Arc<dyn DashboardSource> = source.clone();
     let app = tracelab_dashboard::router(dyn_source, Arc::new(Tokens));
@@ -165,6 +187,19 @@ async fn a_reviewer_signs_in_reads_and_approves_in_chromium() -> Result<()> {
             reason: Some("revert is right".into()),
         }]
     );
+
+    // The failure groups, from the header's link: a sparkline each, and
+    // the linked investigation one click away.
+    b.click_and_wait("nav.sections a[href='/groups']").await?;
+    assert_eq!(b.path().await?, "/groups");
+    assert_eq!(
+        b.eval("document.querySelectorAll('table.groups svg.sparkline').length")
+            .await?,
+        json!(2)
+    );
+    b.screenshot(&shots.join("10-groups.png")).await?;
+    b.click_and_wait("table.groups a.investigation").await?;
+    assert_eq!(b.path().await?, page);
 
     // Sign out; the list is closed again.
     b.click_and_wait("form.logout button").await?;

@@ -29,6 +29,7 @@
 #[cfg(feature = "testsuite")]
 pub mod conformance;
 pub mod experience;
+pub mod group_activity;
 pub mod groups;
 mod hand_off;
 mod idempotency;

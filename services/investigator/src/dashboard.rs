@@ -6,7 +6,9 @@
 use crate::api::Api;
 use crate::auth::{Action, Auth, Caller, Role};
 use std::sync::Arc;
-use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
+use tracelab_dashboard::{
+    Authenticator, DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter, Viewer,
+};
 use tracelab_domain::Result;
 use tracelab_domain::audit::{HandOff, PullRequestLink};
 use tracelab_domain::ids::InvestigationId;
@@ -14,6 +16,9 @@ use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
 use tracelab_domain::verdict::Verdict;
+
+/// Days of evidence the `/groups` sparklines cover.
+const GROUP_DAYS: u32 = 14;
 
 /// How many of the newest investigations the list page filters in memory
 /// (the store lists newest first; filters are few and cheap).
@@ -110,6 +115,69 @@ impl DashboardSource for Source {
             number: view.number,
             host: String::new(),
         })
+    }
+
+    /// The ingest service's failure groups (the same database), a page at
+    /// a time, with their evidence per day and linked investigations.
+    async fn groups(&self, filter: &GroupFilter) -> Result<Option<GroupsPage>> {
+        use tracelab_ingest::{GroupQuery, GroupStore};
+        let ingest_error =
+            |e: tracelab_ingest::Error| tracelab_domain::Error::new(e.kind(), e.to_string());
+        let query = GroupQuery {
+            repository: filter.repository.clone(),
+            state: filter
+                .state
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(ingest_error)?,
+            after: filter
+                .after
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(ingest_error)?,
+            limit: filter.limit as usize,
+            ..GroupQuery::default()
+        };
+        let groups = tracelab_store::PgGroupStore::new(self.api.store.pool().clone());
+        let page = groups.page(&query).await.map_err(ingest_error)?;
+        let keys: Vec<String> = page.groups.iter().map(|g| g.key.0.clone()).collect();
+        let mut activity = self
+            .api
+            .store
+            .group_activity(&keys, GROUP_DAYS, time::OffsetDateTime::now_utc())
+            .await?;
+        let name = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let at = |t: i64| {
+            time::OffsetDateTime::from_unix_timestamp(t).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+        };
+        let rows = page
+            .groups
+            .into_iter()
+            .map(|g| {
+                let a = activity.remove(&g.key.0).unwrap_or_default();
+                GroupRow {
+                    state: tracelab_ingest::GroupState::of(&g.status)
+                        .as_str()
+                        .to_string(),
+                    kind: name(serde_json::to_value(g.kind).unwrap_or_default()),
+                    language: name(serde_json::to_value(g.language).unwrap_or_default()),
+                    count: g.count,
+                    first_seen: at(g.first_seen),
+                    last_seen: at(g.last_seen),
+                    repositories: g.repositories.into_iter().collect(),
+                    daily: a.daily,
+                    investigations: a.investigations,
+                    title: g.title,
+                    key: g.key.0,
+                }
+            })
+            .collect();
+        Ok(Some(GroupsPage {
+            groups: rows,
+            next: page.next.map(|c| c.to_string()),
+        }))
     }
 }
 

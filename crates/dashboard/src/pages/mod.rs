@@ -2,11 +2,15 @@
 //! interpolation goes through maud's escaping; nothing here emits raw HTML.
 
 mod detail;
+mod groups;
 mod list;
 mod login;
 mod svg;
 
 pub(crate) use detail::{Detail, detail};
+pub(crate) use groups::{GroupsView, groups};
+#[cfg(test)]
+pub(crate) use groups::sparkline;
 pub(crate) use list::{ListPage, list};
 pub(crate) use login::login;
 
@@ -71,6 +75,13 @@ pub(crate) fn page(title: &str, chrome: &Chrome<'_>, body: Markup) -> Markup {
             body {
                 header.top {
                     a.brand href="/investigations" { "TraceLab" }
+                    @if chrome.viewer.is_some() {
+                        nav.sections {
+                            a href="/investigations" { "Investigations" }
+                            " "
+                            a href="/groups" { "Failure groups" }
+                        }
+                    }
                     @if let Some(viewer) = chrome.viewer {
                         span.who {
                             "Signed in as " strong { (viewer.name) }
