@@ -103,6 +103,17 @@ pub struct EnvFingerprint {
     /// Sorted environment variable names (never values), secret-looking names removed.
     #[serde(default)]
     pub env_names: Vec<String>,
+    /// `LC_ALL`/`LANG` as the job ran (`C.UTF-8`, `de_DE.UTF-8`): sorting,
+    /// number formats and decoding differ with it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub locale: String,
+    /// `TZ` or the zone name (`UTC`, `Europe/Berlin`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timezone: String,
+    /// The job's container image, by digest when known
+    /// (`python:3.12-slim@sha256:…`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub container_image: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -433,7 +444,13 @@ impl CiFailureReport {
             .chain(env.lockfiles.iter())
             .flat_map(|(k, v)| [k, v])
             .chain(env.env_names.iter())
-            .chain([&env.os, &env.arch])
+            .chain([
+                &env.os,
+                &env.arch,
+                &env.locale,
+                &env.timezone,
+                &env.container_image,
+            ])
         {
             check(
                 "an environment fingerprint field",
@@ -472,6 +489,13 @@ impl CiFailureReport {
         }
         for v in self.environment.toolchains.values_mut() {
             red(v);
+        }
+        for s in [
+            &mut self.environment.locale,
+            &mut self.environment.timezone,
+            &mut self.environment.container_image,
+        ] {
+            red(s);
         }
         let names = std::mem::take(&mut self.environment.env_names);
         self.environment.env_names = env_names(names, usize::MAX);

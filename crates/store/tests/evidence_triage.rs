@@ -31,6 +31,7 @@ fn evidence(id: &str, occ: &Occurrence) -> NewEvidence {
         group_key: occ.key.0.clone(),
         body: serde_json::json!({"test_id": occ.test_id, "language": "python"}),
         received_at: time::OffsetDateTime::from_unix_timestamp(occ.at).unwrap(),
+        environment: Some(serde_json::json!({"os": "linux", "arch": "x86_64"})),
     }
 }
 

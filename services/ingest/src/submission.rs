@@ -88,6 +88,8 @@ struct Batch {
     branch: Option<String>,
     job: Value,
     formats: Value,
+    /// The CI report's environment fingerprint (none for logs).
+    environment: Option<Value>,
     failures: Vec<Failure>,
     diagnostics: usize,
 }
@@ -233,6 +235,7 @@ impl Ingest {
             branch: report.branch.clone(),
             job: serde_json::to_value(&report.job).unwrap_or(Value::Null),
             formats: json!(formats),
+            environment: serde_json::to_value(&report.environment).ok(),
             diagnostics: out.diagnostics.len(),
             failures: out.failures,
         };
@@ -263,6 +266,7 @@ impl Ingest {
             branch: None,
             job: Value::Null,
             formats: json!({"body": out.format.as_str()}),
+            environment: None,
             diagnostics: out.diagnostics.len(),
             failures: out.failures,
         };
@@ -294,6 +298,7 @@ impl Ingest {
             branch: None,
             job: Value::Null,
             formats: json!({"body": "otlp_logs"}),
+            environment: None,
             diagnostics: out.diagnostics.len() + usize::from(dropped > 0),
             failures: out.failures,
         };
@@ -339,6 +344,7 @@ impl Ingest {
                     }),
                 ),
                 received_at: received,
+                environment: batch.environment.clone(),
             };
             // The row, its group count and the policy's mark commit together.
             let recorded = self

@@ -1027,6 +1027,10 @@ async fn groups_are_listed_for_viewers_filtered_and_paged() {
     let send = format!("Bearer {intake}");
     let mut other = ci_report("def456", "main");
     other["repository"] = json!("acme/billing");
+    other["environment"]["locale"] = json!("de_DE.UTF-8");
+    other["environment"]["timezone"] = json!("Europe/Berlin");
+    other["environment"]["container_image"] = json!("python:3.12-slim@sha256:0123abcd");
+    other["environment"]["lockfiles"] = json!({"poetry.lock": "sha256:feed"});
     for body in [ci_report("abc123", "feature/x"), other] {
         let (status, _, answer) = s
             .post(
@@ -1052,6 +1056,40 @@ async fn groups_are_listed_for_viewers_filtered_and_paged() {
             )
         }
     };
+    // The environment fingerprint is kept on each evidence row, and the
+    // latest on its group.
+    let rows = sqlx::query(
+        "SELECT e.environment AS e, g.environment AS g FROM evidence e \
+         JOIN failure_groups g USING (group_key) WHERE e.repository = 'acme/billing'",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        let e: Value = r.get::<sqlx::types::Json<Value>, _>("e").0;
+        assert_eq!(
+            (
+                &e["os"],
+                &e["locale"],
+                &e["timezone"],
+                &e["container_image"]
+            ),
+            (
+                &json!("linux"),
+                &json!("de_DE.UTF-8"),
+                &json!("Europe/Berlin"),
+                &json!("python:3.12-slim@sha256:0123abcd")
+            ),
+            "{e}"
+        );
+        assert_eq!(e["lockfiles"]["poetry.lock"], "sha256:feed", "{e}");
+        assert_eq!(
+            r.get::<sqlx::types::Json<Value>, _>("g").0,
+            e,
+            "the group's latest"
+        );
+    }
     // Only viewers read; an intake token sends and cannot read.
     assert_eq!(get("", None).await.0, 401);
     assert_eq!(get("", Some(intake)).await.0, 401);

@@ -51,6 +51,10 @@ pub struct NewEvidence {
     /// The redacted failure (`tracelab parse`'s object) and how it arrived.
     pub body: Value,
     pub received_at: time::OffsetDateTime,
+    /// The CI report's environment fingerprint (toolchains, OS/arch, locale,
+    /// timezone, lockfile digests, container image); kept on the row and,
+    /// as its latest, on the group.
+    pub environment: Option<Value>,
 }
 
 impl PgGroupStore {
@@ -66,8 +70,8 @@ impl PgGroupStore {
         let mut tx = self.pool().begin().await.map_err(db_error)?;
         let stored = sqlx::query(
             "INSERT INTO evidence (id, kind, source, repository, commit_sha, stack_signature, \
-             error_signature, group_key, body, received_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
+             error_signature, group_key, body, received_at, environment) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING",
         )
         .bind(&evidence.id)
         .bind(&evidence.kind)
@@ -79,6 +83,7 @@ impl PgGroupStore {
         .bind(&evidence.group_key)
         .bind(sqlx::types::Json(&evidence.body))
         .bind(evidence.received_at)
+        .bind(evidence.environment.as_ref().map(sqlx::types::Json))
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
@@ -109,6 +114,15 @@ impl PgGroupStore {
                 .map_err(db_error)?;
         }
         Self::save(&mut tx, &group).await?;
+        if let Some(env) = &evidence.environment {
+            // The group shows the environment it was last seen in.
+            sqlx::query("UPDATE failure_groups SET environment = $2 WHERE group_key = $1")
+                .bind(&group.key.0)
+                .bind(sqlx::types::Json(env))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
         tx.commit().await.map_err(db_error)?;
         Ok(EvidenceOutcome::Recorded {
             group: Box::new(group),
