@@ -634,6 +634,23 @@ async fn a_raised_failure_rate_is_a_flakiness_regression_with_its_commit() {
     let bisect = report.bisect.unwrap();
     let (good, bad) = (bisect.good_flaky.unwrap(), report.flaky.unwrap());
     assert!(good.failure_rate < bad.failure_rate, "{good:?} {bad:?}");
+    // The answer's ends were re-tested before it was believed.
+    let note = bisect.note.clone().unwrap_or_default();
+    assert!(
+        note.contains("re-tested with a test ten times stricter")
+            && note.contains("culprit")
+            && note.contains("the high rate"),
+        "{note}"
+    );
+    assert!(bisect.confidence >= 0.999, "{}", bisect.confidence);
+    assert!(
+        bisect
+            .probes
+            .iter()
+            .any(|p| p.revision == culprit.commit.commit && p.round == bisect.rounds),
+        "the re-test is in the search's trail: {:?}",
+        bisect.probes
+    );
 }
 
 /// Progress lines, kept in order.

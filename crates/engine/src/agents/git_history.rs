@@ -38,6 +38,8 @@ pub struct FlakeModel {
     /// Set when the overlay was dropped because the search's bounds could
     /// not run the bad revision's tests.
     pub oracle_note: Option<String>,
+    /// Already the stricter model of a re-test ([`FlakeModel::stricter`]).
+    pub strict: bool,
 }
 
 impl FlakeModel {
@@ -52,7 +54,18 @@ impl FlakeModel {
             cap,
             provisional: false,
             oracle_note: None,
+            strict: false,
         }
+    }
+
+    /// The same model with judgements ten times less likely to err, for
+    /// re-testing an answer.
+    pub fn stricter(&self) -> Self {
+        let mut strict = self.clone();
+        strict.miss = self.miss / 10.0;
+        strict.passes_needed = passes_to_trust(strict.failure_rate, strict.miss, strict.cap);
+        strict.strict = true;
+        strict
     }
 
     pub fn with_overlay(mut self, overlay: Option<Overlay>) -> Self {
@@ -293,6 +306,69 @@ fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 
         .into_iter()
         .map(|p| 1.0 - (1.0 - model.failure_rate).powi(p as i32))
         .product()
+}
+
+/// The re-test of a flake-aware search's answer.
+struct Boundary {
+    /// The culprit's report first, then its parents'.
+    reports: Vec<(String, ProbeReport)>,
+}
+
+impl Boundary {
+    /// The culprit fails at the high rate and every parent at the low one.
+    fn holds(&self) -> bool {
+        let mut reports = self.reports.iter().map(|(_, r)| r.result);
+        reports.next() == Some(ProbeResult::Bad) && reports.all(|r| r == ProbeResult::Good)
+    }
+
+    fn describe(&self) -> String {
+        self.reports
+            .iter()
+            .enumerate()
+            .map(|(n, (rev, r))| {
+                let fails = r.runs - r.passes;
+                format!(
+                    "{} {} ({} of {} runs failed: {})",
+                    if n == 0 { "culprit" } else { "parent" },
+                    short(rev),
+                    fails,
+                    r.runs,
+                    match r.result {
+                        ProbeResult::Bad => "the high rate",
+                        ProbeResult::Good => "the low rate",
+                        ProbeResult::Untestable => "untestable",
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Re-tests both ends of a flake-aware search's answer with `strict`.
+///
+/// Each probe of such a search is a sequential test that errs now and then,
+/// and one wrong judgement anywhere moves the boundary the search ends on.
+/// But every wrong boundary has a culprit whose rate is really the low one
+/// or a parent whose rate is really the high one, so re-testing the two
+/// ends catches a wrong answer whichever probe misled the search. (The
+/// good revision itself was measured already and is not re-tested.)
+async fn confirm_boundary(
+    ctx: &Context,
+    strict: &FlakeModel,
+    culprit: &str,
+    parents: &[String],
+) -> Result<Boundary> {
+    let mut revisions = vec![culprit.to_string()];
+    revisions.extend(parents.iter().cloned());
+    ctx.progress.report(&format!(
+        "re-testing the flake-aware search's answer {} and its parent with a stricter test",
+        short(culprit)
+    ));
+    let reports = probe_all(ctx, &revisions, strict).await?;
+    Ok(Boundary {
+        reports: revisions.into_iter().zip(reports).collect(),
+    })
 }
 
 /// Probes a given good revision as the search would, without judging it.
@@ -557,7 +633,73 @@ pub async fn find_culprit(
             break Err(e);
         }
     };
-    summary.rounds = rounds + search.rounds();
+    // A flake-aware search's answer is re-tested at both ends before it is
+    // believed (see `confirm_boundary`).
+    let mut confirmed = None;
+    if let Ok(SearchOutcome::Culprit(i)) = &outcome
+        && model.background_rate.is_some()
+    {
+        let culprit = &commits[*i];
+        let parents: Vec<String> = culprit
+            .parents
+            .iter()
+            .filter(|p| **p != good)
+            .cloned()
+            .collect();
+        let round = rounds + search.rounds() + 1;
+        let strict = model.stricter();
+        let boundary = confirm_boundary(ctx, &strict, &culprit.sha, &parents).await?;
+        for (rev, report) in &boundary.reports {
+            trail.probed(rev, round, *report);
+            known.insert(rev.clone(), *report);
+        }
+        if !boundary.holds() {
+            let why = boundary.describe();
+            if model.strict {
+                ctx.progress
+                    .report(&format!("the flake-aware search did not settle: {why}"));
+                summary.rounds = round;
+                summary.test_runs = known.values().map(|r| r.runs).sum();
+                summary.probes = trail.records(&index);
+                summary.confidence = 0.0;
+                summary.note = Some(format!(
+                    "the flake-aware search did not settle: twice its answer failed the re-test of its ends ({why})"
+                ));
+                return Ok(HistoryFinding {
+                    culprit: None,
+                    summary,
+                    probes: known.clone(),
+                });
+            }
+            ctx.progress.report(&format!(
+                "the flake-aware search's answer {} failed the re-test of its ends ({why}); searching again with a stricter test",
+                short(&culprit.sha)
+            ));
+            // Only the strict judgements carry over; an untestable
+            // revision stays untestable whatever the model.
+            let seed: HashMap<String, ProbeReport> = known
+                .iter()
+                .filter(|(rev, r)| {
+                    r.result == ProbeResult::Untestable
+                        || boundary.reports.iter().any(|(b, _)| b == *rev)
+                })
+                .map(|(rev, r)| (rev.clone(), *r))
+                .collect();
+            let mut again = Box::pin(find_culprit(ctx, Some(good.clone()), &strict, seed)).await?;
+            let earlier = format!(
+                "a first search answered {} but the re-test of its ends refuted it ({why}); this is the answer of a search with a test ten times stricter",
+                short(&culprit.sha)
+            );
+            again.summary.note = Some(match again.summary.note.take() {
+                Some(n) => format!("{earlier}; {n}"),
+                None => earlier,
+            });
+            again.summary.test_runs += known.values().map(|r| r.runs).sum::<u32>();
+            return Ok(again);
+        }
+        confirmed = Some((1.0 - strict.miss, boundary.describe()));
+    }
+    summary.rounds = rounds + search.rounds() + u32::from(confirmed.is_some());
     summary.test_runs = known.values().map(|r| r.runs).sum();
     summary.untestable = commits
         .iter()
@@ -576,6 +718,16 @@ pub async fn find_culprit(
             .copied()
             .chain(std::iter::once(model.passes_needed)),
     );
+    if let Some((confidence, how)) = confirmed {
+        // A wrong answer survives only if a strict re-test erred.
+        summary.confidence = confidence;
+        let note =
+            format!("the answer's ends were re-tested with a test ten times stricter: {how}");
+        summary.note = Some(match summary.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
     match outcome {
         Ok(SearchOutcome::Culprit(i)) => {
             let info = git.commit_info(&commits[i].sha).await?;
@@ -638,5 +790,43 @@ pub async fn find_culprit(
                 probes: known.clone(),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod boundary_tests {
+    use super::*;
+
+    fn report(result: ProbeResult, runs: u32, passes: u32) -> ProbeReport {
+        ProbeReport {
+            result,
+            runs,
+            passes,
+        }
+    }
+
+    #[test]
+    fn a_boundary_holds_only_with_a_high_culprit_and_low_parents() {
+        let b = |c, p| Boundary {
+            reports: vec![
+                ("c".repeat(40), report(c, 12, 3)),
+                ("p".repeat(40), report(p, 30, 29)),
+            ],
+        };
+        assert!(b(ProbeResult::Bad, ProbeResult::Good).holds());
+        // A truly low culprit: the search went too far back... or forward.
+        assert!(!b(ProbeResult::Good, ProbeResult::Good).holds());
+        // A truly high parent: the culprit is earlier.
+        assert!(!b(ProbeResult::Bad, ProbeResult::Bad).holds());
+        assert!(!b(ProbeResult::Bad, ProbeResult::Untestable).holds());
+        let text = b(ProbeResult::Bad, ProbeResult::Good).describe();
+        assert!(
+            text.contains("culprit cccccccccccc (9 of 12 runs failed: the high rate)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("parent pppppppppppp (1 of 30 runs failed: the low rate)"),
+            "{text}"
+        );
     }
 }
