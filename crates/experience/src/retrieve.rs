@@ -10,7 +10,6 @@
 
 use crate::model::Failure;
 use crate::records::{ExperienceRecord, FailureType, Level, in_scope};
-use crate::text;
 use std::collections::BTreeSet;
 
 /// Where the failure under investigation happens.
@@ -106,10 +105,9 @@ fn score(record: &ExperienceRecord, failure: &Failure, level: Level) -> Option<(
             reasons.push(format!("file {file}"));
         }
     }
-    let named = text::identifiers(&failure.message);
     for symbol in &c.symbols {
         let last = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
-        if named.contains(last) {
+        if names(&failure.message, last) {
             score += 0.5;
             reasons.push(format!("symbol {last}"));
         }
@@ -186,6 +184,18 @@ fn narrowest(level: Level, record: &ExperienceRecord, target: &Target<'_>) -> bo
     }
 }
 
+/// Whether `text` has `name` as a whole identifier (short names like
+/// `nth` included, unlike the matching words of the views).
+fn names(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    !name.is_empty()
+        && text.match_indices(name).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + name.len()..].chars().next();
+            !before.is_some_and(ident) && !after.is_some_and(ident)
+        })
+}
+
 /// Whether an L1 record still fits the repository: every file its patch
 /// changes exists (`content` answers a path's text at the revision under
 /// investigation) and, when it names symbols, at least one of them is still
@@ -214,10 +224,7 @@ pub fn applicable(
     if symbols.is_empty() || texts.is_empty() {
         return Ok(());
     }
-    let present = texts
-        .iter()
-        .map(|t| text::identifiers(t))
-        .any(|ids| symbols.iter().any(|s| ids.contains(*s)));
+    let present = texts.iter().any(|t| symbols.iter().any(|s| names(t, s)));
     if present {
         Ok(())
     } else {
@@ -350,8 +357,13 @@ mod tests {
 
     #[test]
     fn applicability_needs_the_files_and_a_symbol() {
-        let r = record("x", "/r", "w", Some("t::a"));
+        let mut r = record("x", "/r", "w", Some("t::a"));
         let none = BTreeSet::new();
+        // Short names count, as whole identifiers only.
+        r.concrete.symbols = vec!["py:pkg.recipes.nth".into()];
+        assert!(applicable(&r, &none, &|_| Some("def nth(xs, n):".into())).is_ok());
+        assert!(applicable(&r, &none, &|_| Some("def nth_or_last(xs):".into())).is_err());
+        r.concrete.symbols = vec!["window".into()];
         assert!(applicable(&r, &none, &|_| Some("def window(): pass".into())).is_ok());
         assert!(
             applicable(&r, &none, &|_| None)
