@@ -361,6 +361,32 @@ pub fn similarity(
     }
 }
 
+/// The known group a new trace is most like, when it reaches the threshold:
+/// its key and the similarity (score, matched frames). Frame frequencies
+/// come from the candidates themselves and the new trace (the store's
+/// groups are the corpus), so a frame every group shares says little.
+/// Work is bounded by the candidates given times the 64 × 64 alignment.
+pub fn best_match(
+    profile: &StackProfile,
+    candidates: &[(GroupKey, StackProfile)],
+    cfg: &SimilarityConfig,
+) -> Option<(GroupKey, Similarity)> {
+    let mut stats = FrameStats::new();
+    stats.add(profile);
+    for (_, p) in candidates {
+        stats.add(p);
+    }
+    let mut best: Option<(&GroupKey, Similarity)> = None;
+    for (key, p) in candidates {
+        let s = similarity(profile, p, &stats, cfg);
+        if best.as_ref().is_none_or(|(_, b)| s.score > b.score) {
+            best = Some((key, s));
+        }
+    }
+    best.filter(|(_, s)| s.score >= cfg.threshold && s.score > 0.0)
+        .map(|(k, s)| (k.clone(), s))
+}
+
 /// Why a trace is in the group it is in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "how", rename_all = "snake_case")]
@@ -689,6 +715,37 @@ mod tests {
         let apart = similarity(&a, &b, &stats, &strict);
         assert_eq!(apart.matched.len(), 1);
         assert!(moved.score > apart.score && moved.score < 1.0);
+    }
+
+    #[test]
+    fn best_match_picks_the_most_similar_group_above_the_threshold() {
+        let cfg = SimilarityConfig::default();
+        let p = |inner: &str, outer: &str| {
+            StackProfile::from_failure(&failure(
+                "KeyError",
+                "'email'",
+                vec![
+                    fr(outer, "main", true),
+                    fr("app/api.py", "handle", true),
+                    fr("app/orders.py", inner, true),
+                ],
+            ))
+        };
+        let candidates = vec![
+            (GroupKey("refund".into()), p("refund", "app/main.py")),
+            (GroupKey("checkout".into()), p("checkout", "app/main.py")),
+        ];
+        let (key, s) = best_match(&p("checkout", "app/worker.py"), &candidates, &cfg)
+            .expect("a similar group");
+        assert_eq!(key.0, "checkout");
+        assert!(s.score >= cfg.threshold && !s.matched.is_empty(), "{s:?}");
+        let other = StackProfile::from_failure(&failure(
+            "KeyError",
+            "'email'",
+            vec![fr("lib/x.py", "parse", true)],
+        ));
+        assert!(best_match(&other, &candidates, &cfg).is_none());
+        assert!(best_match(&other, &[], &cfg).is_none());
     }
 
     #[test]

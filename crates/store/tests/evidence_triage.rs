@@ -32,6 +32,7 @@ fn evidence(id: &str, occ: &Occurrence) -> NewEvidence {
         body: serde_json::json!({"test_id": occ.test_id, "language": "python"}),
         received_at: time::OffsetDateTime::from_unix_timestamp(occ.at).unwrap(),
         environment: Some(serde_json::json!({"os": "linux", "arch": "x86_64"})),
+        profile: None,
     }
 }
 
@@ -41,6 +42,7 @@ fn recorded(outcome: EvidenceOutcome) -> (tracelab_ingest::FailureGroup, Observa
             group,
             observation,
             decision,
+            merged: None,
         } => (*group, observation, decision),
         other => panic!("expected new evidence, got {other:?}"),
     }
@@ -102,7 +104,8 @@ async fn evidence_and_its_group_are_recorded_together_and_once() {
             suggested: Some(Suggested {
                 reason: reason.clone(),
                 count: 1
-            })
+            }),
+            group_key: first.key.clone(),
         },
         "a retry gets the suggestion back to publish again"
     );

@@ -79,6 +79,11 @@ pub struct Settings {
     pub limits: LimitSettings,
     /// When a failure group deserves an investigation (protected branches, thresholds).
     pub policy: Policy,
+    /// Merge a failure whose exact key is new into the most similar known
+    /// group (docs/ingest.md, "Similar-issue merging"); false: exact keys only.
+    pub similar_merge: bool,
+    /// The similarity's weights and threshold.
+    pub similarity: tracelab_ingest::SimilarityConfig,
     /// Intake messages processed at once.
     pub intake_concurrency: usize,
     pub ack_wait_seconds: u64,
@@ -97,6 +102,8 @@ impl Default for Settings {
             allow_unauthenticated: false,
             limits: LimitSettings::default(),
             policy: Policy::default(),
+            similar_merge: true,
+            similarity: tracelab_ingest::SimilarityConfig::default(),
             intake_concurrency: 2,
             ack_wait_seconds: 30,
             max_deliveries: 5,
@@ -180,6 +187,7 @@ fn intake_parts(settings: &Settings) -> anyhow::Result<submission::Parts> {
         limiter,
         admission,
         policy: settings.policy.clone(),
+        similarity: settings.similar_merge.then(|| settings.similarity.clone()),
     })
 }
 

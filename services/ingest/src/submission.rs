@@ -18,12 +18,14 @@ use tracelab_bus::Bus;
 use tracelab_domain::Error;
 use tracelab_fleet::events;
 use tracelab_ingest::otlp::{self, OtlpLogs};
+use tracelab_ingest::similar::{SimilarityConfig, StackProfile};
 use tracelab_ingest::{
     CiFailureReport, Decision, DetectedFormat, Failure, Observation, Occurrence, ParseOptions,
     Policy, Reason, Redactor, Trigger, parse, parse_ci_report, parse_log_records,
 };
 use tracelab_ingest::{Refusal, RequestLimits};
 use tracelab_proto::events::v1::{EvidenceRecorded, InvestigationSuggested};
+use tracelab_store::groups::MergeRecord;
 use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgStore};
 
 /// What [`Ingest`] is built from (see `intake_parts` in lib.rs).
@@ -34,6 +36,8 @@ pub struct Parts {
     pub limiter: SourceLimiter,
     pub admission: Admission,
     pub policy: Policy,
+    /// Similar-issue merging of new exact keys; `None`: exact keys only.
+    pub similarity: Option<SimilarityConfig>,
 }
 
 /// Which endpoint a body was sent to.
@@ -75,6 +79,10 @@ pub struct GroupOutcome {
     pub observation: &'static str,
     /// The policy's decision; null for a repeat (it was decided the first time).
     pub decision: Option<Decision>,
+    /// Set when this failure's exact key was merged into `key` by
+    /// similarity now: its own key, the score and the matched frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeRecord>,
 }
 
 /// Parsed failures of one submission with what they share.
@@ -133,7 +141,10 @@ fn reason_name(r: &Reason) -> &'static str {
 impl Ingest {
     pub fn new(store: PgStore, bus: Arc<dyn Bus>, parts: Parts) -> Self {
         Self {
-            groups: PgGroupStore::new(store.pool().clone()),
+            groups: match parts.similarity {
+                Some(cfg) => PgGroupStore::new(store.pool().clone()).merging(cfg),
+                None => PgGroupStore::new(store.pool().clone()),
+            },
             bus,
             options: Arc::new(parts.options),
             redactor: parts.redactor,
@@ -345,6 +356,7 @@ impl Ingest {
                 ),
                 received_at: received,
                 environment: batch.environment.clone(),
+                profile: Some(StackProfile::from_failure(failure)),
             };
             // The row, its group count and the policy's mark commit together.
             let recorded = self
@@ -352,11 +364,20 @@ impl Ingest {
                 .record_evidence(&row, &occ, &self.policy, &Trigger::Automatic, now)
                 .await
                 .map_err(ingest_error)?;
+            // Counted in the group of its exact key or, merged, another.
+            let occ = Occurrence {
+                key: match &recorded {
+                    EvidenceOutcome::Recorded { group, .. } => group.key.clone(),
+                    EvidenceOutcome::Seen { group_key, .. } => group_key.clone(),
+                },
+                ..occ
+            };
             let outcome = match recorded {
                 EvidenceOutcome::Recorded {
                     group,
                     observation,
                     decision,
+                    merged,
                 } => {
                     summary.stored += 1;
                     if let Decision::Investigate { reason } = &decision {
@@ -366,9 +387,10 @@ impl Ingest {
                         key: occ.key.0.clone(),
                         observation: observation_name(&observation),
                         decision: Some(decision),
+                        merged,
                     }
                 }
-                EvidenceOutcome::Seen { suggested } => {
+                EvidenceOutcome::Seen { suggested, .. } => {
                     // The first attempt may have stopped before publishing
                     // its suggestion; the message id makes a repeat harmless.
                     if let Some(s) = &suggested {
@@ -378,6 +400,7 @@ impl Ingest {
                         key: occ.key.0.clone(),
                         observation: "already_recorded",
                         decision: None,
+                        merged: None,
                     }
                 }
             };

@@ -7,12 +7,15 @@
 //! asks for an investigation, the row keeps the suggestion, so a retry after
 //! a lost publish can send it again (an outbox of one).
 
+use super::merges::{MergeRecord, Route};
 use super::postgres::{PgGroupStore, db_error};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::Row;
+use tracelab_ingest::similar::StackProfile;
 use tracelab_ingest::{
-    Decision, FailureGroup, Observation, Occurrence, Policy, Reason, Result, Trigger, decide,
+    Decision, FailureGroup, GroupKey, Observation, Occurrence, Policy, Reason, Result, Trigger,
+    decide,
 };
 
 /// What recording a piece of evidence did.
@@ -23,10 +26,16 @@ pub enum EvidenceOutcome {
         group: Box<FailureGroup>,
         observation: Observation,
         decision: Decision,
+        /// Set when this sighting merged its exact key into a similar group.
+        merged: Option<MergeRecord>,
     },
     /// Stored before (a retry): nothing changed. `suggested` is the
-    /// investigation the policy asked for then, to publish again.
-    Seen { suggested: Option<Suggested> },
+    /// investigation the policy asked for then, to publish again;
+    /// `group_key` the group it was counted in.
+    Seen {
+        suggested: Option<Suggested>,
+        group_key: GroupKey,
+    },
 }
 
 /// The policy's request for an investigation, kept with the evidence.
@@ -55,6 +64,9 @@ pub struct NewEvidence {
     /// timezone, lockfile digests, container image); kept on the row and,
     /// as its latest, on the group.
     pub environment: Option<Value>,
+    /// What similar-issue merging compares (`StackProfile::from_failure`);
+    /// `None`: the failure is grouped by its exact key only.
+    pub profile: Option<StackProfile>,
 }
 
 impl PgGroupStore {
@@ -88,7 +100,7 @@ impl PgGroupStore {
         .await
         .map_err(db_error)?;
         if stored.rows_affected() == 0 {
-            let row = sqlx::query("SELECT suggestion FROM evidence WHERE id = $1")
+            let row = sqlx::query("SELECT suggestion, group_key FROM evidence WHERE id = $1")
                 .bind(&evidence.id)
                 .fetch_one(&mut *tx)
                 .await
@@ -96,9 +108,52 @@ impl PgGroupStore {
             let suggested = row
                 .get::<Option<sqlx::types::Json<Suggested>>, _>(0)
                 .map(|j| j.0);
-            return Ok(EvidenceOutcome::Seen { suggested });
+            let group_key = row
+                .get::<Option<String>, _>(1)
+                .map_or_else(|| occ.key.clone(), GroupKey);
+            return Ok(EvidenceOutcome::Seen {
+                suggested,
+                group_key,
+            });
         }
+        let route = self
+            .route(
+                &mut tx,
+                &occ.key,
+                occ.language,
+                evidence.profile.as_ref(),
+                now,
+            )
+            .await?;
+        let (target, merged) = match route {
+            Route::Own => (None, None),
+            Route::Merged(key) => (Some(key), None),
+            Route::MergedNow(record) => (Some(record.group_key.clone()), Some(record)),
+        };
+        let routed;
+        let occ = match &target {
+            Some(key) => {
+                sqlx::query("UPDATE evidence SET group_key = $2, exact_key = $3 WHERE id = $1")
+                    .bind(&evidence.id)
+                    .bind(&key.0)
+                    .bind(&occ.key.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                routed = Occurrence {
+                    key: key.clone(),
+                    ..occ.clone()
+                };
+                &routed
+            }
+            None => occ,
+        };
         let (mut group, observation) = Self::observe_locked(&mut tx, occ).await?;
+        if observation == Observation::New
+            && let Some(p) = &evidence.profile
+        {
+            Self::keep_profile(&mut tx, &group.key, p).await?;
+        }
         let decision = decide(policy, &group, &observation, occ, trigger, now);
         if let Decision::Investigate { reason } = &decision {
             group.mark_investigation(now, reason.clone());
@@ -128,6 +183,7 @@ impl PgGroupStore {
             group: Box::new(group),
             observation,
             decision,
+            merged,
         })
     }
 }

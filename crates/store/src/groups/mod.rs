@@ -13,10 +13,12 @@ mod columns;
 #[cfg(feature = "testsuite")]
 pub mod conformance;
 mod evidence;
+mod merges;
 mod postgres;
 mod sqlite;
 
 pub use evidence::{EvidenceOutcome, NewEvidence, Suggested};
+pub use merges::{MAX_CANDIDATES, MergeRecord};
 pub use postgres::PgGroupStore;
 pub use sqlite::SqliteGroupStore;
 

@@ -12,6 +12,7 @@ use super::columns::{Columns, group_columns, language_name, page_rows, status_na
 use crate::{PgOptions, PgStore};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
+use tracelab_ingest::similar::SimilarityConfig;
 use tracelab_ingest::{
     Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupState, GroupStore, Observation,
     Occurrence, Reason, Result,
@@ -21,6 +22,8 @@ use tracelab_ingest::{
 #[derive(Debug, Clone)]
 pub struct PgGroupStore {
     pool: PgPool,
+    /// Similar-issue merging in `record_evidence`; `None`: exact keys only.
+    similarity: Option<SimilarityConfig>,
 }
 
 /// sqlx errors through the store's one PostgreSQL mapping, onto ingest's kinds.
@@ -56,7 +59,21 @@ impl PgGroupStore {
     /// Uses `pool`, whose database must be migrated (by [`PgStore::connect`],
     /// which runs every `migrations/postgres` file, `failure_groups` included).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            similarity: None,
+        }
+    }
+
+    /// Merges new exact keys into similar groups in `record_evidence`
+    /// (`merges.rs`), with `config`'s weights and threshold.
+    pub fn merging(mut self, config: SimilarityConfig) -> Self {
+        self.similarity = Some(config);
+        self
+    }
+
+    pub(super) fn similarity(&self) -> Option<&SimilarityConfig> {
+        self.similarity.as_ref()
     }
 
     /// Connects and migrates like [`PgStore::connect`].
