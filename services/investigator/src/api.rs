@@ -307,6 +307,25 @@ impl Api {
             .ok_or_else(|| Error::not_found(format!("hypothesis {hypothesis} not found")))
     }
 
+    /// An approved fix resolves the failure groups of the evidence the
+    /// investigation looked at (#15; a later sighting reopens them as a
+    /// regression). The approval stands if this fails: it is logged.
+    async fn resolve_groups(&self, investigation: &InvestigationId) {
+        let groups = tracelab_store::PgGroupStore::new(self.store.pool().clone());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        match groups
+            .resolve_investigation(&investigation.0, now, None)
+            .await
+        {
+            Ok(resolved) => {
+                tracing::info!(%investigation, groups = resolved.len(), "failure groups resolved")
+            }
+            Err(e) => tracing::warn!(%investigation, error = %e, "failure groups not resolved"),
+        }
+    }
+
     pub async fn review(
         &self,
         id: &str,
@@ -329,6 +348,9 @@ impl Api {
         )
         .await?;
         tracing::info!(%investigation, approve, by = %caller.name, "review recorded");
+        if approve {
+            self.resolve_groups(&investigation).await;
+        }
         self.get(id).await
     }
 }

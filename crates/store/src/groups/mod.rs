@@ -15,6 +15,7 @@ pub mod conformance;
 mod evidence;
 mod merges;
 mod postgres;
+mod resolution;
 mod sqlite;
 
 pub use evidence::{EvidenceOutcome, NewEvidence, Suggested};

@@ -84,7 +84,7 @@ impl PgGroupStore {
         Ok(Self::new(store.pool().clone()))
     }
 
-    async fn lock(
+    pub(super) async fn lock(
         tx: &mut Transaction<'_, Postgres>,
         key: &GroupKey,
     ) -> Result<Option<FailureGroup>> {
