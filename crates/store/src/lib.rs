@@ -15,6 +15,12 @@
 //! that returns `true`, commits, and acks the message after the commit — so a
 //! redelivery is a no-op, not a duplicate.
 //!
+//! Both are one implementation where they can be: `backend.rs` holds the
+//! statements and row mappings both databases run (creation, the
+//! compare-and-set transition, the audit log, lists) with the few
+//! differences (time columns, row locks, error mapping) behind its
+//! `Backend` trait, and `hand_off.rs` is written once on top of it.
+//!
 //! `conformance` (feature `testsuite`) is the behaviour every store must
 //! have; both stores' tests run it.
 //!
@@ -26,6 +32,7 @@
 //! both databases, with its own conformance suite (feature `testsuite`)
 //! that the in-memory store runs too.
 
+mod backend;
 #[cfg(feature = "testsuite")]
 pub mod conformance;
 pub mod experience;

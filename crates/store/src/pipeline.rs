@@ -144,37 +144,15 @@ pub(crate) async fn move_state(
     to: InvestigationState,
     reason: Option<&str>,
 ) -> Result<()> {
-    from.transition(to)?;
-    let updated = sqlx::query(
-        "UPDATE investigations SET state = $1, updated_at = now() WHERE id = $2 AND state = $3",
+    crate::backend::Shared::<sqlx::Postgres>::move_state(
+        tx,
+        id,
+        from,
+        to,
+        OffsetDateTime::now_utc(),
+        reason,
     )
-    .bind(to.as_str())
-    .bind(&id.0)
-    .bind(from.as_str())
-    .execute(&mut *tx)
     .await
-    .map_err(db_error)?;
-    if updated.rows_affected() == 0 {
-        let current = state_in(tx, id).await?;
-        return Err(match current {
-            None => Error::not_found(format!("investigation {id} not found")),
-            Some(state) => Error::conflict(format!(
-                "investigation {id} is {state}, not {from}; cannot move to {to}"
-            )),
-        });
-    }
-    sqlx::query(
-        "INSERT INTO transitions (investigation_id, from_state, to_state, at, reason) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(&id.0)
-    .bind(from.as_str())
-    .bind(to.as_str())
-    .bind(OffsetDateTime::now_utc())
-    .bind(reason)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_error)?;
-    Ok(())
 }
 
 async fn state_in(
@@ -249,7 +227,7 @@ impl PgStore {
             .await
             .map_err(db_error)?;
         }
-        crate::hand_off::audit_pg(
+        crate::backend::Shared::<sqlx::Postgres>::audit(
             &mut tx,
             id,
             AuditAction::Started,

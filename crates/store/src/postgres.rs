@@ -4,6 +4,7 @@
 //! TIMESTAMPTZ keeps microseconds: transition times read back truncated from
 //! nanoseconds (the report JSON keeps its own times exactly).
 
+use crate::backend::Shared;
 use crate::pg_error::db_error;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Row, Transaction};
@@ -14,7 +15,6 @@ use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::InvestigationStore;
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::{InvestigationState, Transition};
-use tracelab_domain::verdict::Verdict;
 use tracelab_domain::{Error, Result};
 
 /// The fleet store: a pool of PostgreSQL connections via sqlx.
@@ -159,80 +159,15 @@ impl InvestigationStore for PgStore {
         repository: &str,
         test_command: &str,
     ) -> Result<()> {
-        let now = time::OffsetDateTime::now_utc();
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let inserted = sqlx::query(
-            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at, started_by) VALUES ($1, $2, $3, $4, $5, $5, $6)",
-        )
-        .bind(&id.0)
-        .bind(repository)
-        .bind(test_command)
-        .bind(InvestigationState::Created.as_str())
-        .bind(now)
-        .bind(&self.actor)
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Ok(_) => {}
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                return Err(Error::conflict(format!(
-                    "investigation {id} already exists"
-                )));
-            }
-            Err(e) => return Err(db_error(e)),
-        }
-        crate::hand_off::audit_pg(
-            &mut tx,
-            id,
-            tracelab_domain::audit::AuditAction::Started,
-            &self.actor,
-            "local",
-            None,
-        )
-        .await?;
+        Shared::<Postgres>::create(&mut tx, id, repository, test_command, &self.actor).await?;
         tx.commit().await.map_err(db_error)
     }
 
     async fn transition(&self, id: &InvestigationId, t: &Transition) -> Result<()> {
-        t.from.transition(t.to)?;
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        // Compare-and-set: the row moves only if it is still in `from`.
-        let updated = sqlx::query(
-            "UPDATE investigations SET state = $1, updated_at = now() WHERE id = $2 AND state = $3",
-        )
-        .bind(t.to.as_str())
-        .bind(&id.0)
-        .bind(t.from.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if updated.rows_affected() == 0 {
-            let current = sqlx::query("SELECT state FROM investigations WHERE id = $1")
-                .bind(&id.0)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_error)?;
-            return Err(match current {
-                None => Error::not_found(format!("investigation {id} not found")),
-                Some(row) => Error::conflict(format!(
-                    "investigation {id} is {}, not {}; cannot move to {}",
-                    row.get::<String, _>(0),
-                    t.from,
-                    t.to
-                )),
-            });
-        }
-        sqlx::query(
-            "INSERT INTO transitions (investigation_id, from_state, to_state, at, reason) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(&id.0)
-        .bind(t.from.as_str())
-        .bind(t.to.as_str())
-        .bind(t.at)
-        .bind(&t.reason)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        Shared::<Postgres>::move_state(&mut tx, id, t.from, t.to, t.at, t.reason.as_deref())
+            .await?;
         tx.commit().await.map_err(db_error)
     }
 
@@ -288,61 +223,15 @@ impl InvestigationStore for PgStore {
     }
 
     async fn state(&self, id: &InvestigationId) -> Result<Option<InvestigationState>> {
-        let row = sqlx::query("SELECT state FROM investigations WHERE id = $1")
-            .bind(&id.0)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
-        row.map(|r| InvestigationState::from_str(&r.get::<String, _>(0)))
-            .transpose()
+        Shared::state_of(&self.pool, id).await
     }
 
     async fn list(&self, limit: u32) -> Result<Vec<InvestigationSummary>> {
-        let rows = sqlx::query(
-            "SELECT id, state, verdict, repository, test_command, culprit, created_at FROM investigations ORDER BY created_at DESC, id DESC LIMIT $1",
-        )
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.into_iter()
-            .map(|r| {
-                let verdict = r
-                    .get::<Option<String>, _>(2)
-                    .map(|v| serde_json::from_value::<Verdict>(serde_json::Value::String(v)))
-                    .transpose()
-                    .map_err(|e| Error::internal(format!("bad verdict in store: {e}")))?;
-                Ok(InvestigationSummary {
-                    id: InvestigationId(r.get(0)),
-                    state: InvestigationState::from_str(&r.get::<String, _>(1))?,
-                    verdict,
-                    repository: r.get(3),
-                    test_command: r.get(4),
-                    culprit: r.get(5),
-                    created_at: r.get(6),
-                })
-            })
-            .collect()
+        Shared::summaries(&self.pool, limit).await
     }
 
     async fn transitions(&self, id: &InvestigationId) -> Result<Vec<Transition>> {
-        let rows = sqlx::query(
-            "SELECT from_state, to_state, at, reason FROM transitions WHERE investigation_id = $1 ORDER BY seq",
-        )
-        .bind(&id.0)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(Transition {
-                    from: InvestigationState::from_str(&r.get::<String, _>(0))?,
-                    to: InvestigationState::from_str(&r.get::<String, _>(1))?,
-                    at: r.get(2),
-                    reason: r.get(3),
-                })
-            })
-            .collect()
+        Shared::transitions(&self.pool, id).await
     }
 }
 

@@ -1,0 +1,287 @@
+//! What the SQLite and PostgreSQL investigation stores share, written once:
+//! the compare-and-set of an investigation's state with its transition row,
+//! the audit row, and the mapping of rows to the domain's types. The SQL is
+//! the same text for both (`$n` parameters, which SQLite reads too); what
+//! differs is behind [`Backend`]: how a time is stored (TIMESTAMPTZ, or
+//! RFC 3339 text in SQLite) and how a driver error reads as a domain error.
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
+use std::marker::PhantomData;
+use std::str::FromStr;
+use time::OffsetDateTime;
+use tracelab_domain::audit::{AuditAction, AuditEntry};
+use tracelab_domain::ids::InvestigationId;
+use tracelab_domain::report::InvestigationSummary;
+use tracelab_domain::state::{InvestigationState, Transition};
+use tracelab_domain::verdict::Verdict;
+use tracelab_domain::{Error, Result};
+
+/// The differences between the two databases that the shared code needs.
+pub(crate) trait Backend: Database {
+    /// A time as a column holds it.
+    type Time: for<'q> Encode<'q, Self> + Type<Self> + for<'r> Decode<'r, Self> + Send + 'static;
+    fn time(t: OffsetDateTime) -> Self::Time;
+    fn read_time(stored: Self::Time) -> Result<OffsetDateTime>;
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+    /// Appended to a `SELECT` that reads a row the transaction will change:
+    /// ` FOR UPDATE`, or nothing where the database serialises writers.
+    const LOCK_ROW: &'static str;
+    /// A driver error as a domain error (Unavailable for a server that is
+    /// away, Conflict for a unique violation, …).
+    fn error(e: sqlx::Error) -> Error;
+}
+
+impl Backend for sqlx::Postgres {
+    type Time = OffsetDateTime;
+    const LOCK_ROW: &'static str = " FOR UPDATE";
+    fn time(t: OffsetDateTime) -> OffsetDateTime {
+        t
+    }
+    fn read_time(stored: OffsetDateTime) -> Result<OffsetDateTime> {
+        Ok(stored)
+    }
+    fn rows_affected(result: &sqlx::postgres::PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
+    fn error(e: sqlx::Error) -> Error {
+        crate::pg_error::db_error(e)
+    }
+}
+
+impl Backend for sqlx::Sqlite {
+    type Time = String;
+    const LOCK_ROW: &'static str = "";
+    fn time(t: OffsetDateTime) -> String {
+        crate::sqlite::rfc3339(t)
+    }
+    fn read_time(stored: String) -> Result<OffsetDateTime> {
+        crate::sqlite::parse_time(&stored)
+    }
+    fn rows_affected(result: &sqlx::sqlite::SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
+    fn error(e: sqlx::Error) -> Error {
+        crate::sqlite::db_error(e)
+    }
+}
+
+/// The shared statements for one backend, e.g.
+/// `Shared::<Sqlite>::move_state(&mut tx, …)`. The bounds say once which
+/// Rust types the backend's driver must read and write.
+pub(crate) struct Shared<DB>(PhantomData<DB>);
+
+impl<DB: Backend> Shared<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Decode<'q, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// A new investigation in CREATED, started by `actor`, with its
+    /// `started` audit row. Conflict when the id exists.
+    pub(crate) async fn create(
+        tx: &mut DB::Connection,
+        id: &InvestigationId,
+        repository: &str,
+        test_command: &str,
+        actor: &str,
+    ) -> Result<()> {
+        let inserted = sqlx::query::<DB>(
+            "INSERT INTO investigations (id, repository, test_command, state, created_at, updated_at, started_by) VALUES ($1, $2, $3, $4, $5, $5, $6)",
+        )
+        .bind(id.0.clone())
+        .bind(repository.to_string())
+        .bind(test_command.to_string())
+        .bind(InvestigationState::Created.as_str().to_string())
+        .bind(DB::time(OffsetDateTime::now_utc()))
+        .bind(actor.to_string())
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(Error::conflict(format!(
+                    "investigation {id} already exists"
+                )));
+            }
+            Err(e) => return Err(DB::error(e)),
+        }
+        Self::audit(tx, id, AuditAction::Started, actor, "local", None).await
+    }
+
+    /// Compare-and-set of the state plus the transition row (at `at`, with
+    /// `reason`), inside `tx`. NotFound for an unknown id; Conflict, naming the
+    /// current state, when the row is not in `from` any more.
+    pub(crate) async fn move_state(
+        tx: &mut DB::Connection,
+        id: &InvestigationId,
+        from: InvestigationState,
+        to: InvestigationState,
+        at: OffsetDateTime,
+        reason: Option<&str>,
+    ) -> Result<()> {
+        from.transition(to)?;
+        let updated = sqlx::query::<DB>(
+            "UPDATE investigations SET state = $1, updated_at = $2 WHERE id = $3 AND state = $4",
+        )
+        .bind(to.as_str().to_string())
+        .bind(DB::time(OffsetDateTime::now_utc()))
+        .bind(id.0.clone())
+        .bind(from.as_str().to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(DB::error)?;
+        if DB::rows_affected(&updated) == 0 {
+            return Err(match Self::state_of(&mut *tx, id).await? {
+                None => Error::not_found(format!("investigation {id} not found")),
+                Some(current) => Error::conflict(format!(
+                    "investigation {id} is {current}, not {from}; cannot move to {to}"
+                )),
+            });
+        }
+        sqlx::query::<DB>(
+            "INSERT INTO transitions (investigation_id, from_state, to_state, at, reason) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(id.0.clone())
+        .bind(from.as_str().to_string())
+        .bind(to.as_str().to_string())
+        .bind(DB::time(at))
+        .bind(reason.map(str::to_string))
+        .execute(&mut *tx)
+        .await
+        .map_err(DB::error)?;
+        Ok(())
+    }
+
+    /// Appends one audit row inside `tx`.
+    pub(crate) async fn audit(
+        tx: &mut DB::Connection,
+        id: &InvestigationId,
+        action: AuditAction,
+        actor: &str,
+        role: &str,
+        reason: Option<&str>,
+    ) -> Result<()> {
+        sqlx::query::<DB>(
+            "INSERT INTO decisions (investigation_id, actor, role, action, reason, at) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(id.0.clone())
+        .bind(actor.to_string())
+        .bind(role.to_string())
+        .bind(action.as_str().to_string())
+        .bind(reason.map(str::to_string))
+        .bind(DB::time(OffsetDateTime::now_utc()))
+        .execute(&mut *tx)
+        .await
+        .map_err(DB::error)?;
+        Ok(())
+    }
+
+    /// The investigation's audit log, oldest first.
+    pub(crate) async fn audit_entries<'c>(
+        executor: impl Executor<'c, Database = DB>,
+        id: &InvestigationId,
+    ) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query::<DB>(
+            "SELECT action, actor, role, reason, at FROM decisions WHERE investigation_id = $1 ORDER BY seq",
+        )
+        .bind(id.0.clone())
+        .fetch_all(executor)
+        .await
+        .map_err(DB::error)?;
+        rows.iter()
+            .map(|r| {
+                Ok(AuditEntry {
+                    action: AuditAction::parse(&Self::get::<String>(r, 0)?)?,
+                    actor: Self::get(r, 1)?,
+                    role: Self::get(r, 2)?,
+                    reason: Self::get(r, 3)?,
+                    at: DB::read_time(Self::get(r, 4)?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The investigation's transitions, oldest first.
+    pub(crate) async fn transitions<'c>(
+        executor: impl Executor<'c, Database = DB>,
+        id: &InvestigationId,
+    ) -> Result<Vec<Transition>> {
+        let rows = sqlx::query::<DB>(
+            "SELECT from_state, to_state, at, reason FROM transitions WHERE investigation_id = $1 ORDER BY seq",
+        )
+        .bind(id.0.clone())
+        .fetch_all(executor)
+        .await
+        .map_err(DB::error)?;
+        rows.iter()
+            .map(|r| {
+                Ok(Transition {
+                    from: state(&Self::get::<String>(r, 0)?)?,
+                    to: state(&Self::get::<String>(r, 1)?)?,
+                    at: DB::read_time(Self::get(r, 2)?)?,
+                    reason: Self::get(r, 3)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The newest `limit` investigations, newest first.
+    pub(crate) async fn summaries<'c>(
+        executor: impl Executor<'c, Database = DB>,
+        limit: u32,
+    ) -> Result<Vec<InvestigationSummary>> {
+        let rows = sqlx::query::<DB>(
+            "SELECT id, state, verdict, repository, test_command, culprit, created_at FROM investigations ORDER BY created_at DESC, id DESC LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(executor)
+        .await
+        .map_err(DB::error)?;
+        rows.iter()
+            .map(|r| {
+                let verdict = Self::get::<Option<String>>(r, 2)?
+                    .map(|v| serde_json::from_value::<Verdict>(serde_json::Value::String(v)))
+                    .transpose()
+                    .map_err(|e| Error::internal(format!("bad verdict in store: {e}")))?;
+                Ok(InvestigationSummary {
+                    id: InvestigationId(Self::get(r, 0)?),
+                    state: state(&Self::get::<String>(r, 1)?)?,
+                    verdict,
+                    repository: Self::get(r, 3)?,
+                    test_command: Self::get(r, 4)?,
+                    culprit: Self::get(r, 5)?,
+                    created_at: DB::read_time(Self::get(r, 6)?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The investigation's state; `None` for an unknown id.
+    pub(crate) async fn state_of<'c>(
+        executor: impl Executor<'c, Database = DB>,
+        id: &InvestigationId,
+    ) -> Result<Option<InvestigationState>> {
+        let row = sqlx::query::<DB>("SELECT state FROM investigations WHERE id = $1")
+            .bind(id.0.clone())
+            .fetch_optional(executor)
+            .await
+            .map_err(DB::error)?;
+        row.map(|r| state(&Self::get::<String>(&r, 0)?)).transpose()
+    }
+
+    /// Column `index` of `row`, a driver error (wrong type, missing column) as a domain error.
+    fn get<T>(row: &DB::Row, index: usize) -> Result<T>
+    where
+        T: for<'r> Decode<'r, DB> + Type<DB>,
+    {
+        row.try_get(index).map_err(DB::error)
+    }
+}
+
+fn state(stored: &str) -> Result<InvestigationState> {
+    InvestigationState::from_str(stored)
+}
