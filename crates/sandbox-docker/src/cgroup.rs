@@ -86,8 +86,16 @@ impl Cgroup {
     /// The `oom_kill` counter, when readable.
     pub(crate) fn oom_kills(&self) -> Option<u64> {
         let path = self.oom_counter.as_ref()?;
-        crate::sandbox::parse_oom_kills(&std::fs::read_to_string(path).ok()?)
+        parse_oom_kills(&std::fs::read_to_string(path).ok()?)
     }
+}
+
+/// Parses `oom_kill N` out of cgroup v2 `memory.events` or v1 `memory.oom_control`.
+pub(crate) fn parse_oom_kills(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        line.strip_prefix("oom_kill ")
+            .and_then(|n| n.trim().parse().ok())
+    })
 }
 
 #[cfg(test)]
@@ -113,5 +121,21 @@ mod tests {
             Some("/sys/fs/cgroup/system.slice/docker-abc.scope/memory.events"),
         );
         check("garbage\n", None, None);
+    }
+
+    #[test]
+    fn reads_oom_counters_of_both_cgroup_versions() {
+        assert_eq!(
+            parse_oom_kills("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n"),
+            Some(1)
+        );
+        assert_eq!(
+            parse_oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 4\n"),
+            Some(4)
+        );
+        assert_eq!(
+            parse_oom_kills("cat: nope: No such file or directory\n"),
+            None
+        );
     }
 }

@@ -107,6 +107,20 @@ impl Default for DockerConfig {
 }
 
 impl DockerConfig {
+    /// A bollard client on the configured unix socket (no TLS, no TCP).
+    pub(crate) fn client(&self) -> Result<bollard::Docker> {
+        let socket = self
+            .socket
+            .to_str()
+            .ok_or_else(|| Error::invalid("docker socket path is not UTF-8"))?;
+        bollard::Docker::connect_with_unix(
+            socket,
+            self.api_timeout.as_secs().max(1),
+            bollard::API_DEFAULT_VERSION,
+        )
+        .map_err(|e| crate::error::docker("connect", e))
+    }
+
     /// Fails fast on values Docker would reject or that defeat the sandbox.
     pub fn validate(&self) -> Result<()> {
         if !(self.cpus.is_finite() && self.cpus >= 0.01) {

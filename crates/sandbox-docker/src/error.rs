@@ -52,6 +52,20 @@ pub(crate) fn is_not_found(error: &Bollard) -> bool {
     )
 }
 
+pub(crate) fn is_conflict(error: &bollard::errors::Error) -> bool {
+    matches!(
+        error,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            ..
+        }
+    )
+}
+
+pub(crate) fn is_removal_in_progress(error: &bollard::errors::Error) -> bool {
+    matches!(error, bollard::errors::Error::DockerResponseServerError { status_code: 409, message } if message.contains("already in progress"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

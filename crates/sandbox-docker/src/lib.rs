@@ -31,8 +31,11 @@
 //! runs before applying a patch. See `docs/sandbox.md` for the security model.
 
 mod cgroup;
+mod cleanup;
 mod config;
+mod environment;
 mod error;
+mod exec;
 mod parallel;
 mod patch_check;
 mod provider;
@@ -40,6 +43,7 @@ mod recipe;
 mod sandbox;
 
 pub use config::{BASE_IMAGE, DockerConfig, Ownership, SECCOMP_PROFILE, WORKDIR};
+pub use environment::{BASE_ENV, environment};
 pub use parallel::{run_parallel, run_parallel_until};
 pub use patch_check::check_patch_paths;
 pub use provider::{
@@ -47,7 +51,7 @@ pub use provider::{
     LABEL_OWNER_PID, ManagedContainer, Reap,
 };
 pub use recipe::RECIPE_REPOSITORY;
-pub use sandbox::{BASE_ENV, DockerSandbox, environment};
+pub use sandbox::DockerSandbox;
 pub use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox, SandboxProvider};
 pub use tracelab_domain::{Error, ErrorKind, Result};
 /// The worktree hand-over (one walker for both sandboxes).

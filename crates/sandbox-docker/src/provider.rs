@@ -5,11 +5,11 @@ use crate::error::{docker as docker_error, is_not_found};
 use crate::ownership;
 use crate::recipe;
 use crate::sandbox::DockerSandbox;
+use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, ResourcesUlimits};
 use bollard::query_parameters::{
     BuildImageOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
 };
-use bollard::{API_DEFAULT_VERSION, Docker};
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -96,27 +96,14 @@ fn security_options(config: &DockerConfig) -> Vec<String> {
     options
 }
 
-/// A bollard client on the configured unix socket (no TLS, no TCP).
-pub(crate) fn connect_client(config: &DockerConfig) -> Result<Docker> {
-    let socket = config
-        .socket
-        .to_str()
-        .ok_or_else(|| Error::invalid("docker socket path is not UTF-8"))?;
-    Docker::connect_with_unix(
-        socket,
-        config.api_timeout.as_secs().max(1),
-        API_DEFAULT_VERSION,
-    )
-    .map_err(|e| docker_error("connect", e))
-}
-
 impl DockerSandboxProvider {
     /// Validates the config, checks that the daemon answers (negotiating the
     /// API version down to the daemon's), and pins the image to its id.
     /// `Unavailable` when no daemon answers; `NotFound` when the image is missing.
     pub async fn connect(config: DockerConfig) -> Result<Self> {
         config.validate()?;
-        let docker = connect_client(&config)?
+        let docker = config
+            .client()?
             .negotiate_version()
             .await
             .map_err(|e| docker_error("version", e))?;
@@ -273,7 +260,7 @@ impl DockerSandboxProvider {
         }
         let mut walker = ownership::Walker::default();
         if self.config.ownership != Ownership::Leave {
-            walker = crate::sandbox::hand_over(walker, &worktree, self.config.user).await?;
+            walker = crate::environment::hand_over(walker, &worktree, self.config.user).await?;
         }
         let body = self.container_body(&worktree, label);
         let name = container_name(label);
@@ -371,7 +358,7 @@ impl DockerSandboxProvider {
             working_dir: Some(WORKDIR.to_string()),
             entrypoint: Some(vec!["sleep".to_string()]),
             cmd: Some(vec!["infinity".to_string()]),
-            env: Some(crate::sandbox::environment(&[])),
+            env: Some(crate::environment::environment(&[])),
             labels: Some(labels),
             network_disabled: Some(true),
             host_config: Some(host_config),
