@@ -3,26 +3,27 @@
 //! (repository, revision, window) and answers many queries; `locate` is the
 //! one-shot function `tracelab locate` calls.
 
-use crate::callgraph::reachable;
 use crate::embed::Embedder;
 use crate::error::Result;
 use crate::evidence::{PathMatcher, parse_frames};
-use crate::history::{CommitChanges, blame_lines, commit_changes};
-use crate::indexer::{Indexer, default_cache_dir, open_repo, resolve_commit};
+use crate::history::{CommitChanges, blame_lines};
+use crate::indexer::{Indexer, default_cache_dir, open_repo};
 use crate::lang::{Language, is_test_path, is_test_symbol};
 use crate::lexical::LexicalIndex;
 use crate::model::{Symbol, SymbolId};
-use crate::sbfl::{TestRun, ochiai, rank_functions};
-use crate::score::{Component, Reason, Weights, combine, path_proximity, time_decay};
+use crate::sbfl::TestRun;
+use crate::score::{Component, Reason, Weights, combine, time_decay};
 use crate::snapshot::Snapshot;
 use crate::tokenize::tokens;
-use crate::vector::{ExactCosineIndex, Filter, Payload, Record, VectorIndex};
+use crate::vector::{ExactCosineIndex, Filter, VectorIndex};
 use git2::Repository;
 
 mod baseline;
+mod build;
 mod commits;
+mod signals;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -186,195 +187,7 @@ impl std::fmt::Debug for Locator {
     }
 }
 
-/// Text a symbol is found by: its name (three times: names matter most),
-/// qualified name, signature, doc and, for functions, its body.
-fn symbol_text(s: &Symbol, lines: &[&str]) -> String {
-    let mut text = format!(
-        "{0} {0} {0} {1} {2} {3}",
-        s.name,
-        s.qualified_name,
-        s.signature,
-        s.doc.as_deref().unwrap_or("")
-    );
-    if s.kind.is_callable() {
-        let lo = (s.start_line as usize).saturating_sub(1).min(lines.len());
-        let hi = (s.end_line as usize).min(lines.len());
-        for l in &lines[lo..hi] {
-            text.push(' ');
-            text.push_str(l);
-        }
-    }
-    text
-}
-
 impl Locator {
-    /// Indexes `opts.rev` and its history window, and builds the lexical and
-    /// vector indices.
-    pub fn build(repo: &Repository, indexer: &Indexer, opts: &LocateOptions) -> Result<Self> {
-        let (snapshot, _) = indexer.index(repo, opts.rev.as_deref())?;
-        Self::from_snapshot(repo, indexer, snapshot, opts)
-    }
-
-    pub fn from_snapshot(
-        repo: &Repository,
-        indexer: &Indexer,
-        snapshot: Snapshot,
-        opts: &LocateOptions,
-    ) -> Result<Self> {
-        let mut texts: Vec<String> = Vec::with_capacity(snapshot.symbols.len());
-        for f in &snapshot.files {
-            let blob = repo.find_blob(git2::Oid::from_str(&f.blob)?)?;
-            let content = String::from_utf8_lossy(blob.content());
-            let lines: Vec<&str> = content.lines().collect();
-            for s in &snapshot.symbols[f.symbols.start as usize..f.symbols.end as usize] {
-                texts.push(symbol_text(s, &lines));
-            }
-        }
-        let head = resolve_commit(repo, opts.rev.as_deref())?;
-        let mut walk = repo.revwalk()?;
-        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)?;
-        walk.push(head.id())?;
-        if let Some(base) = &opts.since_rev {
-            walk.hide(resolve_commit(repo, Some(base))?.id())?;
-        }
-        let mut commits = Vec::new();
-        for oid in walk.take(opts.max_commits) {
-            commits.push(commit_changes(repo, indexer, &oid?.to_string(), None)?);
-        }
-        Self::assemble(
-            snapshot,
-            texts,
-            commits,
-            Some(repo.path().to_path_buf()),
-            opts,
-        )
-    }
-
-    /// A locator without git: no history window, no blame. `texts[i]` is
-    /// what symbol `i` is found by (name, signature, doc, body). For
-    /// synthetic benchmarks and callers that hold code outside git.
-    pub fn without_history(
-        snapshot: Snapshot,
-        texts: Vec<String>,
-        opts: &LocateOptions,
-    ) -> Result<Self> {
-        Self::assemble(snapshot, texts, Vec::new(), None, opts)
-    }
-
-    fn assemble(
-        snapshot: Snapshot,
-        texts: Vec<String>,
-        commits: Vec<CommitChanges>,
-        git_dir: Option<PathBuf>,
-        opts: &LocateOptions,
-    ) -> Result<Self> {
-        if texts.len() != snapshot.symbols.len() {
-            return Err(crate::Error::InvalidArgument(format!(
-                "{} texts for {} symbols",
-                texts.len(),
-                snapshot.symbols.len()
-            )));
-        }
-        let symbol_bm25 = LexicalIndex::build(&texts)?;
-        let mut symbol_changed = HashMap::new();
-        let mut file_changed = HashMap::new();
-        let mut commit_texts = Vec::new();
-        for c in &commits {
-            let touched = c.touched_symbols();
-            let paths = c.paths();
-            // Message plus the short names of what it touched (qualified
-            // names and paths would make big commits match everything).
-            let short: BTreeSet<&str> = touched
-                .iter()
-                .map(|q| q.rsplit(['.', ':', '#']).next().unwrap_or(q))
-                .collect();
-            let text = format!(
-                "{} {}",
-                c.commit.message,
-                short.into_iter().collect::<Vec<_>>().join(" ")
-            );
-            for s in touched {
-                symbol_changed.entry(s).or_insert(c.commit.time);
-            }
-            for p in paths {
-                file_changed.entry(p).or_insert(c.commit.time);
-            }
-            commit_texts.push(text);
-        }
-        let commit_bm25 = LexicalIndex::build(&commit_texts)?;
-        let (symbol_vectors, commit_vectors) = match &opts.embedder {
-            Some(e) => {
-                let sv = ExactCosineIndex::new(e.dimension());
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                let vectors = e.embed(&refs)?;
-                sv.upsert(
-                    vectors
-                        .into_iter()
-                        .zip(&snapshot.symbols)
-                        .map(|(vector, s)| Record {
-                            id: u64::from(s.id),
-                            vector,
-                            payload: Payload {
-                                path: s.path.clone(),
-                                language: Some(s.language),
-                                kind: "symbol".into(),
-                            },
-                        })
-                        .collect(),
-                )?;
-                let cv = ExactCosineIndex::new(e.dimension());
-                let refs: Vec<&str> = commit_texts.iter().map(String::as_str).collect();
-                let vectors = e.embed(&refs)?;
-                cv.upsert(
-                    vectors
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, vector)| Record {
-                            id: i as u64,
-                            vector,
-                            payload: Payload {
-                                kind: "commit".into(),
-                                ..Payload::default()
-                            },
-                        })
-                        .collect(),
-                )?;
-                (Some(sv), Some(cv))
-            }
-            None => (None, None),
-        };
-        let matcher = PathMatcher::new(snapshot.files.iter().map(|f| f.path.as_str()));
-        let by_qname = snapshot
-            .symbols
-            .iter()
-            .map(|s| (s.qualified_name.clone(), s.id))
-            .collect();
-        let mut by_name: HashMap<String, Vec<SymbolId>> = HashMap::new();
-        for s in snapshot
-            .symbols
-            .iter()
-            .filter(|s| s.kind.is_callable() && s.name.len() >= 4)
-        {
-            by_name.entry(s.name.clone()).or_default().push(s.id);
-        }
-        Ok(Self {
-            snapshot,
-            matcher,
-            symbol_bm25,
-            commits,
-            commit_bm25,
-            by_qname,
-            by_name,
-            symbol_changed,
-            file_changed,
-            embedder: opts.embedder.clone(),
-            symbol_vectors,
-            commit_vectors,
-            opts: opts.clone(),
-            git_dir,
-        })
-    }
-
     /// The commits of the revision window, newest first, with touched symbols.
     pub fn window(&self) -> &[CommitChanges] {
         &self.commits
@@ -428,165 +241,6 @@ impl Locator {
                 .as_deref()
                 .is_none_or(|p| path.starts_with(p))
             && (self.opts.include_tests || !is_test_path(path))
-    }
-
-    /// Symbol-overlap values: how close each symbol is to the failing path.
-    fn overlap(&self, frames: &[RepoFrame], evidence: &str) -> HashMap<SymbolId, (f64, String)> {
-        let mut out: HashMap<SymbolId, (f64, String)> = HashMap::new();
-        let mut put = |id: SymbolId, v: f64, why: String| {
-            let e = out.entry(id).or_insert((0.0, String::new()));
-            if v > e.0 {
-                *e = (v, why);
-            }
-        };
-        let snap = &self.snapshot;
-        for f in frames {
-            let Some(id) = f.symbol else { continue };
-            let here = format!(
-                "{}:{}",
-                f.path,
-                f.line.map_or(String::from("?"), |l| l.to_string())
-            );
-            put(id, f.weight, format!("stack frame #{} at {here}", f.index));
-            let name = &snap.symbol(id).qualified_name;
-            for (n, d, line) in reachable(id, 2, |s| snap.callees(s)) {
-                let v = if d == 1 { CALLEE } else { CALLEE_2 } * f.weight;
-                put(
-                    n,
-                    v,
-                    format!(
-                        "callee ({d} hop) of frame #{} {name}, call at line {line}",
-                        f.index
-                    ),
-                );
-            }
-            for (n, _, line) in reachable(id, 1, |s| snap.callers(s)) {
-                put(
-                    n,
-                    CALLER * f.weight,
-                    format!("caller of frame #{} {name} (line {line})", f.index),
-                );
-            }
-        }
-        let mentioned: HashSet<&str> = evidence
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| w.len() >= 4)
-            .collect();
-        for word in mentioned {
-            for &id in self.by_name.get(word).into_iter().flatten() {
-                put(id, MENTIONED, format!("`{word}` is named in the evidence"));
-                // What a named function calls ran too: a weak seed.
-                for &(n, line) in snap.callees(id) {
-                    put(
-                        n,
-                        MENTIONED * CALLEE,
-                        format!("called by `{word}` (named in the evidence), line {line}"),
-                    );
-                }
-            }
-        }
-        out
-    }
-
-    fn frame_proximity(&self, frames: &[RepoFrame], path: &str) -> (f64, String) {
-        let mut best = (0.0, String::new());
-        for f in frames {
-            let v = path_proximity(path, &f.path) * (0.5 + 0.5 * f.weight);
-            if v > best.0 {
-                best = (v, format!("near frame #{} {}", f.index, f.path));
-            }
-        }
-        best
-    }
-
-    fn decay_for(&self, symbol: Option<&str>, path: &str) -> (f64, String) {
-        let head = self.snapshot.time;
-        let half = self.opts.half_life_days;
-        if let Some(t) = symbol.and_then(|s| self.symbol_changed.get(s)) {
-            let days = (head - t) as f64 / 86_400.0;
-            return (
-                time_decay(head - t, half),
-                format!("symbol changed {days:.1} days before the revision"),
-            );
-        }
-        if let Some(t) = self.file_changed.get(path) {
-            let days = (head - t) as f64 / 86_400.0;
-            return (
-                0.5 * time_decay(head - t, half),
-                format!("file changed {days:.1} days before the revision"),
-            );
-        }
-        (0.0, "not changed in the revision window".into())
-    }
-
-    fn available(&self, frames: &[RepoFrame], spectrum: bool) -> Vec<Component> {
-        let mut c = vec![Component::SymbolOverlap];
-        if spectrum {
-            c.push(Component::Spectrum);
-        }
-        if !frames.is_empty() {
-            c.push(Component::PathProximity);
-        }
-        c.push(Component::Bm25);
-        if self.embedder.is_some() {
-            c.push(Component::Embedding);
-        }
-        if !self.commits.is_empty() {
-            c.push(Component::TimeDecay);
-        }
-        c
-    }
-
-    /// BM25 of the evidence against symbols: normalised scores and a hint of
-    /// the matched terms' weight, for candidates passing the filters.
-    fn bm25_symbols(&self, query: &[String]) -> Result<HashMap<SymbolId, f64>> {
-        let hits = self.symbol_bm25.search(query, CANDIDATES * 4)?;
-        let hits: Vec<_> = hits
-            .into_iter()
-            .filter(|h| {
-                let s = self.snapshot.symbol(h.doc);
-                s.kind.is_callable() && self.passes(s)
-            })
-            .take(CANDIDATES)
-            .collect();
-        let max = hits.first().map_or(1.0, |h| h.score).max(1e-9);
-        Ok(hits
-            .into_iter()
-            .map(|h| (h.doc, f64::from(h.score / max)))
-            .collect())
-    }
-
-    fn embedding_symbols(&self, evidence: &str) -> Result<HashMap<SymbolId, f64>> {
-        let (Some(e), Some(idx)) = (&self.embedder, &self.symbol_vectors) else {
-            return Ok(HashMap::new());
-        };
-        let q = e.embed(&[evidence])?.remove(0);
-        let filter = Filter {
-            languages: self.opts.languages.clone(),
-            path_prefix: self.opts.path_prefix.clone(),
-            kind: None,
-        };
-        let hits = idx.search(&q, CANDIDATES, &filter)?;
-        Ok(hits
-            .into_iter()
-            .map(|h| (h.id as SymbolId, f64::from(h.score.max(0.0))))
-            .collect())
-    }
-
-    /// Ochiai per callable from per-test coverage, with a readable reason;
-    /// empty when no test failed (nothing to be suspicious of).
-    fn spectrum_symbols(&self, runs: &[TestRun]) -> HashMap<SymbolId, (f64, String)> {
-        let failed = runs.iter().filter(|r| !r.passed).count();
-        rank_functions(&self.snapshot, &ochiai(runs))
-            .into_iter()
-            .map(|f| {
-                let why = format!(
-                    "Ochiai {:.2} at line {}: run by {}/{failed} failing and {} passing tests",
-                    f.score, f.line, f.failed, f.passed
-                );
-                (f.symbol, (f.score, why))
-            })
-            .collect()
     }
 
     /// Ranks suspects for a failure's text.
