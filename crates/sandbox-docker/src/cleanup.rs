@@ -4,10 +4,10 @@
 //! container restarted when nothing else works, and removed on close.
 
 use crate::cgroup::{Cgroup, KEEPER_PROCESSES, parse_oom_kills};
-use crate::error::{docker as docker_error, is_not_found, is_removal_in_progress};
+use crate::error::{docker as docker_error, force_remove};
 use crate::exec::start_failure;
 use crate::sandbox::Inner;
-use bollard::query_parameters::{RemoveContainerOptions, RestartContainerOptions};
+use bollard::query_parameters::RestartContainerOptions;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -175,20 +175,9 @@ impl Inner {
         if self.removed.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let options = RemoveContainerOptions {
-            force: true,
-            v: true,
-            link: false,
-        };
-        match self
-            .docker
-            .remove_container(&self.container_id, Some(options))
+        force_remove(&self.docker, &self.container_id)
             .await
-        {
-            Ok(()) => {}
-            Err(error) if is_not_found(&error) || is_removal_in_progress(&error) => {}
-            Err(error) => return Err(docker_error("remove container", error)),
-        }
+            .map_err(|e| docker_error("remove container", e))?;
         self.removed.store(true, Ordering::SeqCst);
         Ok(())
     }

@@ -66,6 +66,22 @@ pub(crate) fn is_removal_in_progress(error: &bollard::errors::Error) -> bool {
     matches!(error, bollard::errors::Error::DockerResponseServerError { status_code: 409, message } if message.contains("already in progress"))
 }
 
+/// Force-removes a container and its volumes, reading "no such container"
+/// and "removal already in progress" as done: `Ok(true)` when this call
+/// removed it, `Ok(false)` when it was gone or going.
+pub(crate) async fn force_remove(docker: &bollard::Docker, id: &str) -> Result<bool, Bollard> {
+    let options = bollard::query_parameters::RemoveContainerOptions {
+        force: true,
+        v: true,
+        link: false,
+    };
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(true),
+        Err(error) if is_not_found(&error) || is_removal_in_progress(&error) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

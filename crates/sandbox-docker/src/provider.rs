@@ -1,15 +1,13 @@
 //! Opens sandboxes: one locked-down container per worktree, from a pinned image.
 
 use crate::config::{DockerConfig, Ownership, WORKDIR};
-use crate::error::{docker as docker_error, is_not_found};
+use crate::error::{docker as docker_error, force_remove, is_not_found};
 use crate::ownership;
 use crate::recipe;
 use crate::sandbox::DockerSandbox;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, ResourcesUlimits};
-use bollard::query_parameters::{
-    BuildImageOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
-};
+use bollard::query_parameters::{BuildImageOptions, CreateContainerOptions, ListContainersOptions};
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -409,19 +407,11 @@ impl DockerSandboxProvider {
             if scope == Reap::Orphans && !is_orphan(&container, &owner_ns()) {
                 continue;
             }
-            let options = RemoveContainerOptions {
-                force: true,
-                v: true,
-                link: false,
-            };
-            match self
-                .docker
-                .remove_container(&container.id, Some(options))
+            if force_remove(&self.docker, &container.id)
                 .await
+                .map_err(|e| docker_error("remove container", e))?
             {
-                Ok(()) => removed += 1,
-                Err(error) if is_not_found(&error) => {}
-                Err(error) => return Err(docker_error("remove container", error)),
+                removed += 1;
             }
             tracing::info!(container = %container.id, label = %container.label, "reaped sandbox container");
         }

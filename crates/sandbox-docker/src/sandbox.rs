@@ -28,10 +28,9 @@
 
 use crate::cgroup::Cgroup;
 use crate::config::DockerConfig;
-use crate::error::{docker as docker_error, is_not_found};
+use crate::error::{docker as docker_error, force_remove};
 use crate::ownership;
 use bollard::Docker;
-use bollard::query_parameters::RemoveContainerOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,10 +172,7 @@ impl Drop for DockerSandbox {
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
             runtime.block_on(async move {
                 let Ok(docker) = config.client() else { return };
-                let options = RemoveContainerOptions { force: true, v: true, link: false };
-                if let Err(error) = docker.remove_container(&id, Some(options)).await
-                    && !is_not_found(&error)
-                {
+                if let Err(error) = force_remove(&docker, &id).await {
                     tracing::warn!(container = %id, %error, "could not remove a dropped sandbox; reap will");
                 }
             });
