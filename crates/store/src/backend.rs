@@ -11,7 +11,7 @@ use std::str::FromStr;
 use time::OffsetDateTime;
 use tracelab_domain::audit::{AuditAction, AuditEntry};
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::report::InvestigationSummary;
+use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_domain::verdict::Verdict;
 use tracelab_domain::{Error, Result};
@@ -26,6 +26,9 @@ pub(crate) trait Backend: Database {
     /// Appended to a `SELECT` that reads a row the transaction will change:
     /// ` FOR UPDATE`, or nothing where the database serialises writers.
     const LOCK_ROW: &'static str;
+    /// The stored report as JSON text in a `SELECT` (PostgreSQL keeps it as
+    /// JSONB in `report`, SQLite as text in `report_json`).
+    const REPORT_TEXT: &'static str;
     /// A driver error as a domain error (Unavailable for a server that is
     /// away, Conflict for a unique violation, …).
     fn error(e: sqlx::Error) -> Error;
@@ -34,6 +37,7 @@ pub(crate) trait Backend: Database {
 impl Backend for sqlx::Postgres {
     type Time = OffsetDateTime;
     const LOCK_ROW: &'static str = " FOR UPDATE";
+    const REPORT_TEXT: &'static str = "report::text";
     fn time(t: OffsetDateTime) -> OffsetDateTime {
         t
     }
@@ -51,6 +55,7 @@ impl Backend for sqlx::Postgres {
 impl Backend for sqlx::Sqlite {
     type Time = String;
     const LOCK_ROW: &'static str = "";
+    const REPORT_TEXT: &'static str = "report_json";
     fn time(t: OffsetDateTime) -> String {
         crate::sqlite::rfc3339(t)
     }
@@ -258,6 +263,33 @@ where
                 })
             })
             .collect()
+    }
+
+    /// The stored report with the current state and the transitions;
+    /// `None` for an unknown id or one without a report yet.
+    pub(crate) async fn report<'c>(
+        executor: impl Executor<'c, Database = DB> + Copy,
+        id: &InvestigationId,
+    ) -> Result<Option<Report>> {
+        let sql = format!(
+            "SELECT {}, state FROM investigations WHERE id = $1",
+            DB::REPORT_TEXT
+        );
+        let row = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql))
+            .bind(id.0.clone())
+            .fetch_optional(executor)
+            .await
+            .map_err(DB::error)?;
+        let Some(row) = row else { return Ok(None) };
+        let Some(body) = Self::get::<Option<String>>(&row, 0)? else {
+            return Ok(None);
+        };
+        let mut report: Report = serde_json::from_str(&body)
+            .map_err(|e| Error::internal(format!("stored report {id} is unreadable: {e}")))?;
+        // The state may have moved on since the report was written (approve/reject).
+        report.state = state(&Self::get::<String>(&row, 1)?)?;
+        report.transitions = Self::transitions(executor, id).await?;
+        Ok(Some(report))
     }
 
     /// The investigation's state; `None` for an unknown id.

@@ -7,7 +7,7 @@
 use crate::backend::Shared;
 use crate::pg_error::db_error;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Row, Transaction};
+use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 use tracelab_domain::hypothesis::Hypothesis;
@@ -205,21 +205,7 @@ impl InvestigationStore for PgStore {
     }
 
     async fn get(&self, id: &InvestigationId) -> Result<Option<Report>> {
-        let row = sqlx::query("SELECT report, state FROM investigations WHERE id = $1")
-            .bind(&id.0)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
-        let Some(row) = row else { return Ok(None) };
-        let Some(body) = row.get::<Option<serde_json::Value>, _>(0) else {
-            return Ok(None);
-        };
-        let mut report: Report = serde_json::from_value(body)
-            .map_err(|e| Error::internal(format!("stored report {id} is unreadable: {e}")))?;
-        // The state may have moved on since the report was written (approve/reject).
-        report.state = InvestigationState::from_str(&row.get::<String, _>(1))?;
-        report.transitions = self.transitions(id).await?;
-        Ok(Some(report))
+        Shared::report(&self.pool, id).await
     }
 
     async fn state(&self, id: &InvestigationId) -> Result<Option<InvestigationState>> {

@@ -1,6 +1,6 @@
 use crate::backend::Shared;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
-use sqlx::{Row, Sqlite, SqlitePool};
+use sqlx::{Sqlite, SqlitePool};
 use std::path::Path;
 use std::str::FromStr;
 use tracelab_domain::ids::InvestigationId;
@@ -200,21 +200,7 @@ impl InvestigationStore for SqliteStore {
     }
 
     async fn get(&self, id: &InvestigationId) -> Result<Option<Report>> {
-        let row = sqlx::query("SELECT report_json, state FROM investigations WHERE id = ?")
-            .bind(&id.0)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
-        let Some(row) = row else { return Ok(None) };
-        let Some(body) = row.get::<Option<String>, _>(0) else {
-            return Ok(None);
-        };
-        let mut report: Report = serde_json::from_str(&body)
-            .map_err(|e| Error::internal(format!("stored report {id} is unreadable: {e}")))?;
-        // The state may have moved on since the report was written (approve/reject).
-        report.state = InvestigationState::from_str(&row.get::<String, _>(1))?;
-        report.transitions = self.transitions(id).await?;
-        Ok(Some(report))
+        Shared::report(&self.pool, id).await
     }
 
     async fn state(&self, id: &InvestigationId) -> Result<Option<InvestigationState>> {
