@@ -456,14 +456,19 @@ pub(crate) async fn show(
         Ok(s) => s,
         Err(redirect) => return redirect.into_response(),
     };
-    let (summary, report, hand_off) = tokio::join!(
+    let (summary, report, hand_off, webhooks) = tokio::join!(
         app.source.summary(&id),
         app.source.report(&id),
-        app.source.hand_off(&id)
+        app.source.hand_off(&id),
+        app.source.webhook_deliveries(&id)
     );
-    let (summary, report, hand_off) = match (summary, report, hand_off) {
-        (Ok(summary), Ok(report), Ok(hand_off)) => (summary, report, hand_off),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return source_error(e, &session),
+    let (summary, report, hand_off, webhooks) = match (summary, report, hand_off, webhooks) {
+        (Ok(summary), Ok(report), Ok(hand_off), Ok(webhooks)) => {
+            (summary, report, hand_off, webhooks)
+        }
+        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => {
+            return source_error(e, &session);
+        }
     };
     // A host whose summary lags its reports still shows the report.
     let (summary, transitions) = match (summary, &report) {
@@ -499,6 +504,7 @@ pub(crate) async fn show(
             report: report.as_ref(),
             hand_off: hand_off.as_ref(),
             opens_pull_requests: app.source.opens_pull_requests(),
+            webhooks: &webhooks,
         }),
     )
 }

@@ -55,6 +55,23 @@ pub trait DashboardSource: Send + Sync + 'static {
     async fn groups(&self, _filter: &GroupFilter) -> Result<Option<GroupsPage>> {
         Ok(None)
     }
+    /// The investigation's outgoing webhook attempts, oldest first; hosts
+    /// that send none keep the default (no section on the page).
+    async fn webhook_deliveries(&self, _id: &str) -> Result<Vec<WebhookAttempt>> {
+        Ok(Vec::new())
+    }
+}
+
+/// One attempt to deliver a webhook, as the investigation's page lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookAttempt {
+    pub event: String,
+    pub url: String,
+    pub attempt: u32,
+    pub delivered: bool,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+    pub at: Option<time::OffsetDateTime>,
 }
 
 /// What the `/groups` page asks for.

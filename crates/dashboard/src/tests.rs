@@ -58,6 +58,7 @@ fn render(report: &Report, viewer: &Viewer) -> String {
         report: Some(report),
         hand_off: None,
         opens_pull_requests: false,
+        webhooks: &[],
     })
     .into_string()
 }
@@ -158,6 +159,7 @@ fn a_failed_investigation_says_what_was_not_established() {
         report: None,
         hand_off: None,
         opens_pull_requests: false,
+        webhooks: &[],
     })
     .into_string();
     let t = text(&html);
@@ -207,6 +209,7 @@ fn the_audit_log_and_the_pull_request_are_shown_escaped() {
             report: Some(&report),
             hand_off: Some(h),
             opens_pull_requests: true,
+            webhooks: &[],
         })
         .into_string()
     };
@@ -254,6 +257,7 @@ fn a_running_investigation_reloads_itself() {
         report: None,
         hand_off: None,
         opens_pull_requests: false,
+        webhooks: &[],
     })
     .into_string();
     assert!(html.contains(r#"<meta http-equiv="refresh" content="5">"#));
@@ -1095,6 +1099,7 @@ async fn readers_and_hosts_without_a_code_host_cannot_open_pull_requests() {
         report: Some(&approved),
         hand_off: Some(&Default::default()),
         opens_pull_requests: false,
+        webhooks: &[],
     })
     .into_string();
     assert!(!html.contains("open-pr"));
@@ -1205,4 +1210,51 @@ fn the_sparkline_scales_to_the_busiest_day() {
     );
     let empty = crate::pages::sparkline(&[0, 0]).into_string();
     assert!(!empty.contains("class=\"day\""));
+}
+
+#[test]
+fn webhook_deliveries_are_listed_escaped() {
+    let report = regression_verified();
+    let attempts = [
+        crate::WebhookAttempt {
+            event: "approved".into(),
+            url: "https://hooks.example/<x>".into(),
+            attempt: 1,
+            delivered: false,
+            http_status: Some(500),
+            error: Some("the receiver answered HTTP 500".into()),
+            at: Some(at(100)),
+        },
+        crate::WebhookAttempt {
+            event: "approved".into(),
+            url: "https://hooks.example/<x>".into(),
+            attempt: 2,
+            delivered: true,
+            http_status: Some(204),
+            error: None,
+            at: Some(at(101)),
+        },
+    ];
+    let page = |w: &[crate::WebhookAttempt]| {
+        crate::pages::detail(&crate::pages::Detail {
+            viewer: &reviewer(),
+            csrf: "x",
+            summary: &summary_of(&report),
+            transitions: &report.transitions,
+            report: Some(&report),
+            hand_off: None,
+            opens_pull_requests: false,
+            webhooks: w,
+        })
+        .into_string()
+    };
+    let html = page(&attempts);
+    let t = text(&html);
+    assert!(
+        t.contains("failed (HTTP 500): the receiver answered HTTP 500"),
+        "{t}"
+    );
+    assert!(t.contains("delivered (HTTP 204)"), "{t}");
+    assert!(!html.contains("/<x>"), "escaped");
+    assert!(!page(&[]).contains("id=\"webhooks\""));
 }

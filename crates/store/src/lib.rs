@@ -46,6 +46,7 @@ mod pg_error;
 mod pipeline;
 mod postgres;
 mod sqlite;
+pub mod webhooks;
 
 pub use experience::ExperienceStore;
 pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};

@@ -36,6 +36,8 @@ pub struct Api {
     pub forbid_self_approval: bool,
     /// Code hosts for draft pull requests (`pull_requests.hosts`).
     pub pull_requests: crate::pull_request::PullRequests,
+    /// Signed outgoing webhooks (`webhooks.urls`); `None` without receivers.
+    pub webhooks: Option<Arc<crate::webhooks::Webhooks>>,
 }
 
 /// `POST /api/investigations`. The design's names are accepted too:
@@ -209,7 +211,26 @@ impl Api {
         }
         tracing::info!(investigation = %id, by = %caller.name, "investigation requested");
         metrics::counter!("tracelab_investigations_created_total").increment(1);
-        self.get(&id.0).await
+        let view = self.get(&id.0).await?;
+        self.notify("created", &view);
+        Ok(view)
+    }
+
+    /// Sends a stage's webhook in the background (nothing without receivers).
+    pub(crate) fn notify<T: Serialize>(&self, kind: &'static str, view: &T) {
+        let Some(hooks) = &self.webhooks else {
+            return;
+        };
+        let data = serde_json::to_value(view).unwrap_or_default();
+        let investigation_id = data["id"].as_str().unwrap_or_default().to_string();
+        hooks.spawn(
+            self.store.clone(),
+            crate::webhooks::Event {
+                kind,
+                investigation_id,
+                data,
+            },
+        );
     }
 
     /// Fills what the request left out from stored evidence: the test
@@ -351,7 +372,9 @@ impl Api {
         if approve {
             self.resolve_groups(&investigation).await;
         }
-        self.get(id).await
+        let view = self.get(id).await?;
+        self.notify(if approve { "approved" } else { "rejected" }, &view);
+        Ok(view)
     }
 }
 

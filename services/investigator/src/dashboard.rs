@@ -8,6 +8,7 @@ use crate::auth::{Action, Auth, Caller, Role};
 use std::sync::Arc;
 use tracelab_dashboard::{
     Authenticator, DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter, Viewer,
+    WebhookAttempt,
 };
 use tracelab_domain::Result;
 use tracelab_domain::audit::{HandOff, PullRequestLink};
@@ -178,6 +179,25 @@ impl DashboardSource for Source {
             groups: rows,
             next: page.next.map(|c| c.to_string()),
         }))
+    }
+
+    async fn webhook_deliveries(&self, id: &str) -> Result<Vec<WebhookAttempt>> {
+        Ok(self
+            .api
+            .store
+            .webhook_deliveries(id)
+            .await?
+            .into_iter()
+            .map(|d| WebhookAttempt {
+                event: d.event,
+                url: d.url,
+                attempt: d.attempt,
+                delivered: d.delivered,
+                http_status: d.http_status,
+                error: d.error,
+                at: d.at,
+            })
+            .collect())
     }
 }
 

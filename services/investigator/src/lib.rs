@@ -19,6 +19,7 @@ pub mod pull_request;
 pub mod repositories;
 pub mod rest;
 pub mod suggestions;
+pub mod webhooks;
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -67,6 +68,8 @@ pub struct Settings {
     pub review: pull_request::ReviewSettings,
     /// Code hosts for `POST /api/investigations/{id}/pull-request`.
     pub pull_requests: pull_request::PullRequestSettings,
+    /// Signed outgoing webhooks per stage (`webhooks.urls`, `webhooks.secret_file`).
+    pub webhooks: webhooks::WebhookSettings,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -108,6 +111,7 @@ impl Default for Settings {
             dashboard: DashboardSettings::default(),
             review: Default::default(),
             pull_requests: Default::default(),
+            webhooks: Default::default(),
         }
     }
 }
@@ -139,6 +143,7 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
             &settings.pull_requests,
             &settings.fleet.repositories,
         )?,
+        webhooks: webhooks::Webhooks::new(&settings.webhooks)?.map(Arc::new),
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let (every, grace) = settings.fleet.outbox_relay();

@@ -29,6 +29,8 @@ pub(crate) struct Detail<'a> {
     pub hand_off: Option<&'a HandOff>,
     /// The host can open pull requests: an approved investigation gets the button.
     pub opens_pull_requests: bool,
+    /// Outgoing webhook attempts, oldest first.
+    pub webhooks: &'a [crate::source::WebhookAttempt],
 }
 
 pub(crate) fn detail(d: &Detail<'_>) -> Markup {
@@ -65,6 +67,9 @@ pub(crate) fn detail(d: &Detail<'_>) -> Markup {
         (review(d))
         @if let Some(h) = d.hand_off {
             (hand_off(h, d))
+        }
+        @if !d.webhooks.is_empty() {
+            (webhooks(d.webhooks))
         }
     };
     page(&format!("Investigation {}", s.id.short()), &chrome, body)
@@ -688,6 +693,33 @@ fn hand_off(h: &HandOff, d: &Detail<'_>) -> Markup {
                     }
                 }
                 p.muted { "Append-only: the store refuses changes to these rows." }
+            }
+        }
+    }
+}
+
+/// Every attempt to deliver this investigation's webhooks.
+fn webhooks(attempts: &[crate::source::WebhookAttempt]) -> Markup {
+    html! {
+        section.webhooks id="webhooks" {
+            h2 { "Webhook deliveries" }
+            table.webhooks {
+                thead { tr { th { "time (UTC)" } th { "event" } th { "URL" } th { "attempt" } th { "result" } } }
+                tbody {
+                    @for a in attempts {
+                        tr class=(if a.delivered { "delivered" } else { "failed" }) {
+                            td { @if let Some(at) = a.at { (fmt_time(at)) } }
+                            td { code { (a.event) } }
+                            td { code { (a.url) } }
+                            td { (a.attempt) }
+                            td {
+                                @if a.delivered { "delivered" } @else { "failed" }
+                                @if let Some(s) = a.http_status { " (HTTP " (s) ")" }
+                                @if let Some(e) = &a.error { ": " (e) }
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -8,9 +8,9 @@ mod login;
 mod svg;
 
 pub(crate) use detail::{Detail, detail};
-pub(crate) use groups::{GroupsView, groups};
 #[cfg(test)]
 pub(crate) use groups::sparkline;
+pub(crate) use groups::{GroupsView, groups};
 pub(crate) use list::{ListPage, list};
 pub(crate) use login::login;
 
