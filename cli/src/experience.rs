@@ -343,6 +343,7 @@ async fn observe(
         jobs: vec![JobRun {
             name: job.to_string(),
             steps: runs,
+            needs: Vec::new(),
         }],
     })
 }

@@ -90,6 +90,7 @@ async fn mine(s: &Scenario, from: &str, to: &str) -> Vec<ExperienceRecord> {
     );
     let step = |status, failures| JobRun {
         name: "local".into(),
+        needs: vec![],
         steps: vec![StepRun {
             name: s.test_command.clone(),
             command: s.test_command.clone(),

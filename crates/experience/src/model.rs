@@ -50,6 +50,11 @@ pub struct JobRun {
     pub name: String,
     /// In execution order.
     pub steps: Vec<StepRun>,
+    /// Jobs that must succeed before this one runs (GitHub Actions
+    /// `needs:`): behind a failed, unreached or unobserved one, every step
+    /// of this job is unreached, whatever was reported for it.
+    #[serde(default)]
+    pub needs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +100,40 @@ pub struct Failure {
     pub frames: Vec<(String, u32)>,
 }
 
+impl CiRun {
+    /// The status each step of `job` effectively had: unreached throughout
+    /// when a job it needs (directly or through others) did not pass every
+    /// step or is not in the run, else [`JobRun::effective_statuses`].
+    pub fn effective(&self, job: &JobRun) -> Vec<StepStatus> {
+        if self.blocked(job, &mut Vec::new()) {
+            return vec![StepStatus::Unreached; job.steps.len()];
+        }
+        job.effective_statuses()
+    }
+
+    fn blocked(&self, job: &JobRun, path: &mut Vec<String>) -> bool {
+        if path.contains(&job.name) {
+            // A dependency cycle: GitHub refuses such a workflow; nothing ran.
+            return true;
+        }
+        path.push(job.name.clone());
+        let blocked =
+            job.needs
+                .iter()
+                .any(|need| match self.jobs.iter().find(|j| &j.name == need) {
+                    None => true,
+                    Some(n) => {
+                        self.blocked(n, path)
+                            || n.effective_statuses()
+                                .iter()
+                                .any(|s| *s != StepStatus::Passed)
+                    }
+                });
+        path.pop();
+        blocked
+    }
+}
+
 impl JobRun {
     /// The status each step effectively had: a step after a failed (or
     /// unreached) step of the same job is unreached, whatever was reported
@@ -120,6 +159,49 @@ impl JobRun {
 mod tests {
     use super::*;
 
+    fn job(name: &str, needs: &[&str], statuses: &[StepStatus]) -> JobRun {
+        JobRun {
+            name: name.into(),
+            steps: statuses
+                .iter()
+                .enumerate()
+                .map(|(i, s)| step(&format!("{name}-{i}"), *s))
+                .collect(),
+            needs: needs.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_job_behind_a_failed_needed_job_is_unreached_not_passing() {
+        use StepStatus::*;
+        let run = CiRun {
+            jobs: vec![
+                job("build", &[], &[Passed, Failed]),
+                // Reported passing, but it needs build: it did not really run.
+                job("test", &["build"], &[Passed]),
+                job("deploy", &["test"], &[Passed]),
+                job("lint", &[], &[Passed]),
+                job("docs", &["lint"], &[Passed, Passed]),
+                job("orphan", &["missing"], &[Passed]),
+            ],
+        };
+        let effective =
+            |name: &str| run.effective(run.jobs.iter().find(|j| j.name == name).unwrap());
+        assert_eq!(effective("build"), vec![Passed, Failed]);
+        assert_eq!(effective("test"), vec![Unreached]);
+        assert_eq!(effective("deploy"), vec![Unreached], "transitively");
+        assert_eq!(effective("docs"), vec![Passed, Passed]);
+        assert_eq!(
+            effective("orphan"),
+            vec![Unreached],
+            "a needed job not observed"
+        );
+        let cycle = CiRun {
+            jobs: vec![job("a", &["b"], &[Passed]), job("b", &["a"], &[Passed])],
+        };
+        assert_eq!(cycle.effective(&cycle.jobs[0]), vec![Unreached]);
+    }
+
     fn step(name: &str, status: StepStatus) -> StepRun {
         StepRun {
             name: name.into(),
@@ -133,6 +215,7 @@ mod tests {
     #[test]
     fn a_step_after_a_failed_step_is_unreached_not_passed() {
         let job = JobRun {
+            needs: vec![],
             name: "ci".into(),
             steps: vec![
                 step("lint", StepStatus::Passed),

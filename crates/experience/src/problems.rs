@@ -90,7 +90,7 @@ pub fn identify(history: &History) -> Vec<Problem> {
     for (index, revision) in history.revisions.iter().enumerate() {
         let Some(ci) = &revision.ci else { continue };
         for job in &ci.jobs {
-            for (step, status) in job.steps.iter().zip(job.effective_statuses()) {
+            for (step, status) in job.steps.iter().zip(ci.effective(job)) {
                 if status != StepStatus::Failed {
                     continue;
                 }
@@ -144,14 +144,17 @@ pub fn identify(history: &History) -> Vec<Problem> {
 
 /// The status of `problem` in one CI run.
 pub fn status_at(ci: Option<&CiRun>, problem: &Problem) -> Status {
-    let Some(job) = ci.and_then(|ci| ci.jobs.iter().find(|j| j.name == problem.job)) else {
+    let Some(ci) = ci else {
+        return Status::Unreached;
+    };
+    let Some(job) = ci.jobs.iter().find(|j| j.name == problem.job) else {
         return Status::Unreached;
     };
     let Some(index) = job.steps.iter().position(|s| s.name == problem.step) else {
         return Status::Unreached;
     };
     let step = &job.steps[index];
-    match job.effective_statuses()[index] {
+    match ci.effective(job)[index] {
         StepStatus::Unreached => Status::Unreached,
         StepStatus::Passed => Status::Passed,
         StepStatus::Failed => {
@@ -187,6 +190,7 @@ mod tests {
     fn run(steps: Vec<(&str, StepStatus, Vec<Failure>, bool)>) -> Option<CiRun> {
         Some(CiRun {
             jobs: vec![JobRun {
+                needs: vec![],
                 name: "ci".into(),
                 steps: steps
                     .into_iter()
@@ -269,6 +273,57 @@ mod tests {
             vec![Status::Unreached, Status::Failed, Status::Passed]
         );
         assert_eq!((unit.first_failed, unit.disappeared_at), (1, Some(2)));
+    }
+
+    /// Two jobs, `test` needing `build`: a passing report of `test` while
+    /// `build` fails is not evidence that the test problem was gone.
+    #[test]
+    fn a_problem_in_a_job_behind_a_failed_needed_job_is_unreached() {
+        let job = |name: &str, needs: &[&str], status, failures| JobRun {
+            name: name.into(),
+            needs: needs.iter().map(|n| n.to_string()).collect(),
+            steps: vec![StepRun {
+                name: name.into(),
+                command: format!("run {name}"),
+                status,
+                failures,
+                exhaustive: true,
+            }],
+        };
+        let t = || vec![failure(Some("t.test_a"), &["AssertionError"])];
+        let ci = |build, test, test_failures| {
+            Some(CiRun {
+                jobs: vec![
+                    job(
+                        "build",
+                        &[],
+                        build,
+                        if build == Failed {
+                            vec![failure(None, &["SyntaxError"])]
+                        } else {
+                            vec![]
+                        },
+                    ),
+                    job("test", &["build"], test, test_failures),
+                ],
+            })
+        };
+        let h = history(vec![
+            ci(Passed, Failed, t()),
+            ci(Failed, Passed, vec![]),
+            ci(Passed, Passed, vec![]),
+        ]);
+        let problems = identify(&h);
+        let test = problems.iter().find(|p| p.job == "test").unwrap();
+        assert_eq!(
+            test.statuses,
+            vec![Status::Failed, Status::Unreached, Status::Passed]
+        );
+        assert_eq!(
+            test.disappeared_at,
+            Some(2),
+            "not at the revision where build failed"
+        );
     }
 
     #[test]

@@ -161,6 +161,7 @@ fn ci(lint: bool, unit: Option<Failure>, exhaustive: bool) -> Option<CiRun> {
         jobs: vec![JobRun {
             name: "ci".into(),
             steps,
+            needs: vec![],
         }],
     })
 }
