@@ -5,7 +5,7 @@
 //! whole; the recurring flag is not stored but computed over a
 //! repository's records when they are read, so it follows new histories.
 //!
-//! [`conformance`] is the behaviour both must have.
+//! `conformance` (feature `testsuite`) is the behaviour both must have.
 
 use crate::pg_error;
 use crate::postgres::PgStore;
@@ -142,7 +142,8 @@ impl ExperienceStore for PgStore {
     }
 }
 
-/// The behaviour every experience store must have.
+/// The behaviour every experience store must have (test support).
+#[cfg(feature = "testsuite")]
 pub mod conformance {
     use super::ExperienceStore;
     use tracelab_experience::ExperienceRecord;
