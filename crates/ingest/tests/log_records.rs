@@ -19,7 +19,10 @@ fn otlp_records_keep_correlation_ids_and_are_redacted() {
         .as_object()
         .unwrap()
         .clone(),
-        resource: json!({"service.name": "web"}).as_object().unwrap().clone(),
+        resource: json!({"service.name": "web", "service.version": "1.4.2", "vcs.ref.head.revision": "9fceb02d0ae598e95dc970b74767f19372d61af8"})
+            .as_object()
+            .unwrap()
+            .clone(),
         trace_id: Some("0af7651916cd43dd8448eb211c80319c".into()),
         span_id: Some("b7ad6b7169203331".into()),
     };
@@ -40,6 +43,11 @@ fn otlp_records_keep_correlation_ids_and_are_redacted() {
     assert_eq!(f.context["trace_id"], "0af7651916cd43dd8448eb211c80319c");
     assert_eq!(f.context["span_id"], "b7ad6b7169203331");
     assert_eq!(f.context["service"], "web");
+    assert_eq!(f.context["service.version"], "1.4.2");
+    assert_eq!(
+        f.context["vcs.revision"],
+        "9fceb02d0ae598e95dc970b74767f19372d61af8"
+    );
     assert!(
         f.context["log_message"].starts_with("checkout failed for <email:"),
         "{:?}",
@@ -47,4 +55,29 @@ fn otlp_records_keep_correlation_ids_and_are_redacted() {
     );
     assert!(f.stack_signature.is_some());
     assert_eq!(f.frames.iter().filter(|fr| fr.in_app).count(), 1);
+}
+
+#[test]
+fn json_log_fields_name_the_deployed_version_and_revision() {
+    let r = LogRecord::from_json(
+        serde_json::from_str(
+            r#"{"level":"error","msg":"boom","@version":"1","app_version":"2.0.0-rc1","git_sha":"9fceb02","error":{"type":"ValueError","message":"bad"}}"#,
+        )
+        .unwrap(),
+    );
+    let out = parse_log_records(&[r], &ParseOptions::default());
+    let f = &out.failures[0];
+    assert_eq!(
+        f.context["service.version"], "2.0.0-rc1",
+        "not the shipper's @version"
+    );
+    assert_eq!(f.context["vcs.revision"], "9fceb02");
+    let r = LogRecord::from_json(
+        serde_json::from_str(
+            r#"{"level":"error","msg":"boom","revision":"not a revision at all"}"#,
+        )
+        .unwrap(),
+    );
+    let out = parse_log_records(&[r], &ParseOptions::default());
+    assert!(!out.failures[0].context.contains_key("vcs.revision"));
 }

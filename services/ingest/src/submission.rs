@@ -329,19 +329,20 @@ impl Ingest {
         let topology = self.bus.topology().clone();
         for (i, failure) in batch.failures.iter().enumerate() {
             let id = evidence::evidence_id(batch.kind, &source, &batch.digest, i);
-            let occ = Occurrence::from_failure(
-                failure,
-                now,
-                batch.commit.as_deref(),
-                batch.branch.as_deref(),
-            )
-            .in_repository(batch.repository.as_deref());
+            // A log names the revision it was deployed from; a CI report's own commit wins.
+            let commit = batch
+                .commit
+                .clone()
+                .or_else(|| failure.context.get("vcs.revision").cloned());
+            let occ =
+                Occurrence::from_failure(failure, now, commit.as_deref(), batch.branch.as_deref())
+                    .in_repository(batch.repository.as_deref());
             let row = NewEvidence {
                 id: id.clone(),
                 kind: batch.kind.to_owned(),
                 source: source.clone(),
                 repository: batch.repository.clone(),
-                commit: batch.commit.clone(),
+                commit: commit.clone(),
                 stack_signature: failure.stack_signature.clone(),
                 error_signature: Some(failure.error_signature.clone()),
                 group_key: occ.key.0.clone(),
@@ -409,7 +410,7 @@ impl Ingest {
                 kind: batch.kind.to_owned(),
                 source: source.clone(),
                 repository: batch.repository.clone().unwrap_or_default(),
-                commit: batch.commit.clone().unwrap_or_default(),
+                commit: commit.clone().unwrap_or_default(),
                 branch: batch.branch.clone().unwrap_or_default(),
                 group_key: occ.key.0.clone(),
                 stack_signature: failure.stack_signature.clone().unwrap_or_default(),
@@ -444,7 +445,7 @@ impl Ingest {
             reason: reason_name(reason).to_owned(),
             reason_json: serde_json::to_vec(reason).unwrap_or_default(),
             repository: batch.repository.clone().unwrap_or_default(),
-            commit: batch.commit.clone().unwrap_or_default(),
+            commit: occ.commit.clone().unwrap_or_default(),
             branch: batch.branch.clone().unwrap_or_default(),
             evidence_ids: vec![evidence_id.to_owned()],
             title: occ.title.clone(),

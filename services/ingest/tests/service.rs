@@ -337,7 +337,7 @@ async fn json_log_lines_are_parsed_and_secrets_never_reach_the_table() {
     );
     let lines = [
         json!({"level": "info", "msg": "started"}),
-        json!({"level": "error", "service": "checkout", "msg": format!("reserve failed for {email} with key {aws}"), "exc_info": traceback}),
+        json!({"level": "error", "service": "checkout", "service.version": "3.1.0", "vcs.revision": "9fceb02d0ae5", "msg": format!("reserve failed for {email} with key {aws}"), "exc_info": traceback}),
     ]
     .map(|v| v.to_string())
     .join("\n");
@@ -354,6 +354,20 @@ async fn json_log_lines_are_parsed_and_secrets_never_reach_the_table() {
     let text = s.evidence_text().await;
     assert!(text.contains("KeyError"), "{text}");
     assert!(text.contains("reserve"), "the frames are stored: {text}");
+    // The deployed version stays with the evidence, and its revision is the commit.
+    let row =
+        sqlx::query("SELECT commit_sha, body->'context'->>'service.version' AS v FROM evidence")
+            .fetch_one(&s.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (
+            row.get::<Option<String>, _>("commit_sha"),
+            row.get::<Option<String>, _>("v")
+        ),
+        (Some("9fceb02d0ae5".into()), Some("3.1.0".into())),
+        "{text}"
+    );
     assert!(
         text.contains("billing-prod"),
         "the source is stored: {text}"

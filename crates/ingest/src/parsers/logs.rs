@@ -76,6 +76,27 @@ const SERVICE_KEYS: &[&str] = &[
     "application",
     "dd.service",
 ];
+/// The deployed version (OTel `service.version`); never a bare `version`,
+/// which log shippers use for their own schema (`@version`).
+const SERVICE_VERSION_KEYS: &[&str] = &[
+    "service.version",
+    "service_version",
+    "app.version",
+    "app_version",
+    "dd.version",
+];
+/// The deployed revision: OTel's VCS attributes and common field names.
+const REVISION_KEYS: &[&str] = &[
+    "vcs.revision",
+    "vcs.ref.head.revision",
+    "vcs.repository.ref.revision",
+    "git.commit.sha",
+    "git.sha",
+    "git_commit",
+    "git_sha",
+    "commit_sha",
+    "revision",
+];
 const LOGGER_KEYS: &[&str] = &[
     "logger",
     "logger_name",
@@ -269,7 +290,22 @@ pub fn failure_from_record(record: &LogRecord) -> Option<Failure> {
     if let Some(s) = first_text(attrs, LOGGER_KEYS) {
         ctx.insert("logger".into(), s);
     }
+    // What was deployed: production errors start investigations on it.
+    for (name, keys) in [
+        ("service.version", SERVICE_VERSION_KEYS),
+        ("vcs.revision", REVISION_KEYS),
+    ] {
+        let v = first_text(&record.resource, keys).or_else(|| first_text(attrs, keys));
+        if let Some(v) = v.filter(|v| is_revision_like(v)) {
+            ctx.insert(name.into(), v);
+        }
+    }
     Some(f)
+}
+
+/// A version or revision is one short token (`1.4.2`, `9fceb02`, `v2.0.0-rc1`).
+fn is_revision_like(v: &str) -> bool {
+    (1..=100).contains(&v.len()) && !v.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// zap/Go stack fields: `pkg.fn\n\t/path/file.go:12\n...` without a goroutine header.
