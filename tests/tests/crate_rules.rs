@@ -92,10 +92,22 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         "tracelab-index-client",
         &["tracelab-domain", "tracelab-code-index", "tracelab-proto"],
     ),
-    ("tracelab-store", &["tracelab-domain", "tracelab-ingest"]),
+    // The store also keeps repair experience records (#16): pure data and
+    // logic of `tracelab-experience`, which depends on the domain only.
+    (
+        "tracelab-store",
+        &["tracelab-domain", "tracelab-ingest", "tracelab-experience"],
+    ),
+    // The experience agent (#16) retrieves and re-applies records with
+    // `tracelab-experience`'s pure logic.
     (
         "tracelab-engine",
-        &["tracelab-domain", "tracelab-code-index", "tracelab-repair"],
+        &[
+            "tracelab-domain",
+            "tracelab-code-index",
+            "tracelab-repair",
+            "tracelab-experience",
+        ],
     ),
     (
         "tracelab-fleet",
