@@ -146,34 +146,42 @@ fn chat_model_from_env() -> anyhow::Result<Arc<dyn tracelab_domain::ports::ChatM
             "--repair llm and --repair all need a model server: set TRACELAB_LLM_BASE_URL (the OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1) and TRACELAB_LLM_MODEL, and TRACELAB_LLM_API_KEY or TRACELAB_LLM_API_KEY_FILE when the server wants a key"
         );
     };
-    let mut settings = tracelab_llm::LlmSettings::new(base_url, model);
-    settings.api_key = match (
+    let api_key = match (
         var("TRACELAB_LLM_API_KEY"),
         var("TRACELAB_LLM_API_KEY_FILE"),
     ) {
         (Some(_), Some(_)) => {
             anyhow::bail!("set TRACELAB_LLM_API_KEY or TRACELAB_LLM_API_KEY_FILE, not both")
         }
-        (Some(key), None) => tracelab_llm::ApiKey::new(key),
+        (Some(key), None) => key,
         (None, Some(file)) => {
             // The error names the file, never its content.
             let key = std::fs::read_to_string(&file).map_err(|e| {
                 anyhow::anyhow!("cannot read TRACELAB_LLM_API_KEY_FILE {file}: {}", e.kind())
             })?;
-            Some(
-                tracelab_llm::ApiKey::new(key)
-                    .ok_or_else(|| anyhow::anyhow!("TRACELAB_LLM_API_KEY_FILE {file} is empty"))?,
-            )
+            if key.trim().is_empty() {
+                anyhow::bail!("TRACELAB_LLM_API_KEY_FILE {file} is empty");
+            }
+            key
         }
-        (None, None) => None,
+        (None, None) => String::new(),
     };
-    if let Some(secs) = var("TRACELAB_LLM_TIMEOUT") {
-        let secs: u64 = secs
+    let timeout_seconds = match var("TRACELAB_LLM_TIMEOUT") {
+        Some(secs) => secs
             .parse()
-            .map_err(|_| anyhow::anyhow!("TRACELAB_LLM_TIMEOUT must be whole seconds"))?;
-        settings.request_timeout = Duration::from_secs(secs);
-    }
-    let client = tracelab_llm::LlmClient::new(settings).map_err(|e| anyhow::anyhow!(e.message))?;
+            .map_err(|_| anyhow::anyhow!("TRACELAB_LLM_TIMEOUT must be whole seconds"))?,
+        None => 0,
+    };
+    // The same settings → client path as the fleet's verifiers.
+    let server = tracelab_llm::LlmServer {
+        base_url,
+        model,
+        api_key,
+        timeout_seconds,
+    };
+    let client = server
+        .client("TRACELAB_LLM")
+        .map_err(|e| anyhow::anyhow!(e.message))?;
     Ok(Arc::new(client))
 }
 

@@ -85,6 +85,32 @@ fn named_in(output: &str, name: &str) -> bool {
     })
 }
 
+/// A file the culprit changed in place, at the culprit's parent, the
+/// culprit and the bad revision (the reverse diff's "new" side is the
+/// parent); `None` for a file it created, deleted or renamed, or one missing
+/// at any of them.
+async fn three_versions(
+    git: &crate::git::Git,
+    culprit: &str,
+    bad: &str,
+    f: &FilePatch,
+) -> Result<Option<(String, String, String)>> {
+    if f.old_path == "/dev/null" || f.new_path == "/dev/null" || f.old_path != f.new_path {
+        return Ok(None);
+    }
+    let path = &f.new_path;
+    Ok(
+        match (
+            git.show_file(&format!("{culprit}^"), path).await?,
+            git.show_file(culprit, path).await?,
+            git.show_file(bad, path).await?,
+        ) {
+            (Some(before), Some(at_culprit), Some(current)) => Some((before, at_culprit, current)),
+            _ => None,
+        },
+    )
+}
+
 /// Restores, at the bad revision, the definitions the culprit changed in
 /// source files — those on the failing path when the output names any.
 async fn symbol_fix(
@@ -94,22 +120,11 @@ async fn symbol_fix(
     source: &[FilePatch],
     output: Option<&str>,
 ) -> Result<Option<Fix>> {
-    let parent = format!("{culprit}^");
     let mut versions = Vec::new();
     for f in source {
-        if f.old_path == "/dev/null" || f.new_path == "/dev/null" || f.old_path != f.new_path {
-            continue;
+        if let Some((before, at_culprit, current)) = three_versions(git, culprit, bad, f).await? {
+            versions.push((f.new_path.clone(), before, at_culprit, current));
         }
-        let path = &f.new_path;
-        // The reverse diff's "new" side is the culprit's parent.
-        let (Some(before), Some(at_culprit), Some(current)) = (
-            git.show_file(&parent, path).await?,
-            git.show_file(culprit, path).await?,
-            git.show_file(bad, path).await?,
-        ) else {
-            continue;
-        };
-        versions.push((path.clone(), before, at_culprit, current));
     }
     let on_path: BTreeSet<String> = versions
         .iter()
@@ -153,23 +168,15 @@ async fn line_fix(
     of: &'static str,
     text: &str,
 ) -> Result<std::result::Result<Fix, String>> {
-    let parent = format!("{culprit}^");
     let mut files = Vec::new();
     let mut notes = Vec::new();
     for f in patch::parse(text)? {
-        if f.old_path == "/dev/null" || f.new_path == "/dev/null" || f.old_path != f.new_path {
-            return Ok(Err(format!(
-                "{} was created, deleted or renamed",
-                f.new_path
-            )));
-        }
         let path = &f.new_path;
-        let (Some(before), Some(at_culprit), Some(current)) = (
-            git.show_file(&parent, path).await?,
-            git.show_file(culprit, path).await?,
-            git.show_file(bad, path).await?,
-        ) else {
-            return Ok(Err(format!("{path} is missing at one of the revisions")));
+        let Some((before, at_culprit, current)) = three_versions(git, culprit, bad, &f).await?
+        else {
+            return Ok(Err(format!(
+                "{path} was created, deleted or renamed, or is missing at a revision"
+            )));
         };
         match line_revert::revert_lines(&before, &at_culprit, &current) {
             Ok(r) => {
