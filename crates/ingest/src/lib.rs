@@ -50,6 +50,7 @@ mod detect;
 mod error;
 mod group;
 mod group_page;
+mod group_store;
 mod input;
 mod model;
 mod normalize;
@@ -66,10 +67,11 @@ pub use ci::{CiFailureReport, CiParseOutput, parse_ci_report};
 pub use detect::detect;
 pub use error::{Error, ErrorKind, Result};
 pub use group::{
-    Decision, FailureGroup, GroupCursor, GroupKey, GroupPage, GroupQuery, GroupState, GroupStatus,
-    GroupStore, InMemoryGroupStore, InvestigationMark, MAX_PAGE, MAX_TRACKED, Observation,
-    Occurrence, Policy, Reason, SkipReason, Trigger, decide, triage,
+    Decision, FailureGroup, GroupKey, GroupStatus, InvestigationMark, MAX_TRACKED, Observation,
+    Occurrence, Policy, Reason, SkipReason, Trigger, decide,
 };
+pub use group_page::{GroupCursor, GroupPage, GroupQuery, GroupState, MAX_PAGE};
+pub use group_store::{GroupStore, InMemoryGroupStore, triage};
 pub use input::{BoundedInput, read_bounded};
 pub use model::{
     Cause, DEV_REDACTION_KEY, DetectedFormat, Diagnostic, Failure, FailureKind, Frame, Language,

@@ -205,11 +205,6 @@ impl Failure {
             context: BTreeMap::new(),
         }
     }
-
-    /// The group key: stack signature when there are in-app frames, else the error signature.
-    pub fn group_key(&self) -> crate::group::GroupKey {
-        crate::group::GroupKey::for_failure(self)
-    }
 }
 
 /// How serious a diagnostic is.
