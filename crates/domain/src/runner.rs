@@ -6,6 +6,8 @@
 use regex::Regex;
 use std::sync::LazyLock;
 
+mod unittest;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
     Pytest,
@@ -62,8 +64,10 @@ pub fn detect(argv: &[String]) -> Runner {
 
 static PYTEST_FAILED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)^(FAILED|ERROR) (\S+)").unwrap());
+// The name is dotted for a module discovery could not import
+// (`ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)`).
 static UNITTEST_FAILED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)").unwrap());
+    LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): ([\w.]+) \(([\w.]+)\)").unwrap());
 static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^test (\S+) \.\.\. FAILED|^\s+FAIL \[[^\]]*\] (?:\S+ )?(\S+)").unwrap()
 });
@@ -123,28 +127,42 @@ pub fn failing_tests(runner: Runner, output: &str) -> Vec<String> {
     ids
 }
 
+/// The prefix of the pseudo-test unittest reports for a module it could
+/// not import (`unittest.loader._FailedTest.test_more`).
+const UNITTEST_FAILED_IMPORT: &str = "unittest.loader._FailedTest.";
+
+/// The module a unittest failure id says could not be imported (`test_more`,
+/// or `tests.test_more` under discovery), if it is such a failure.
+pub fn unittest_failed_import(test_id: &str) -> Option<&str> {
+    test_id
+        .strip_prefix(UNITTEST_FAILED_IMPORT)
+        .filter(|m| !m.is_empty())
+}
+
 /// The argv that runs only `test_id`, when the runner allows it.
+///
+/// A failure that is not a test but a module that does not import or
+/// collect (pytest's `ERROR path`, unittest's `_FailedTest`) is isolated to
+/// that module: the isolated run fails while it does not import, and passes
+/// once it imports and the tests the command selects in it pass.
 pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<String>> {
-    if test_id.starts_with("ERROR ") {
-        return None;
-    }
     match runner {
         Runner::Pytest => {
             // Keep the program and options (with their values), drop what
-            // selects tests, and name the one test instead of the paths.
+            // selects tests, and name the one test (or the file that did
+            // not collect) instead of the paths.
             let module_form = argv.get(1).is_some_and(|a| a == "-m");
             let program = if module_form { 3 } else { 1 };
+            let target = test_id.strip_prefix("ERROR ").unwrap_or(test_id);
+            if target.is_empty() {
+                return None;
+            }
             let mut out: Vec<String> = argv.get(..program)?.to_vec();
             out.extend(keep_options(&argv[program..], &PYTEST_OPTIONS));
-            out.push(test_id.to_string());
+            out.push(target.to_string());
             Some(out)
         }
-        Runner::Unittest => {
-            let mut out: Vec<String> = argv.get(..3)?.to_vec();
-            out.extend(keep_options(&argv[3..], &UNITTEST_OPTIONS));
-            out.push(test_id.to_string());
-            Some(out)
-        }
+        Runner::Unittest => unittest::isolate(argv, test_id),
         Runner::CargoTest => {
             let mut out: Vec<String> = argv
                 .iter()
@@ -342,6 +360,92 @@ mod tests {
             .unwrap(),
             argv("python3 -m unittest -v test_shop.T.test_b")
         );
-        assert!(isolate(Runner::Pytest, &argv("pytest"), "ERROR tests/t.py").is_none());
+    }
+
+    /// One failure that is a module that does not import, through `isolate`.
+    fn check_import(command: &str, id: &str, expected: &str) {
+        assert_eq!(
+            isolate(detect(&argv(command)), &argv(command), id),
+            Some(argv(expected)),
+            "{command} / {id}"
+        );
+    }
+
+    #[test]
+    fn a_module_that_does_not_import_is_isolated_to_what_loads_it() {
+        // pytest: the file that did not collect (or the test whose set-up failed).
+        check_import(
+            "pytest -q -k slow tests",
+            "ERROR tests/t.py",
+            "pytest -q tests/t.py",
+        );
+        check_import(
+            "python3 -m pytest tests",
+            "ERROR tests/t.py::test_x",
+            "python3 -m pytest tests/t.py::test_x",
+        );
+        // unittest by names: the command's names under the module, in order.
+        let names = "python3 -m unittest -v tests.test_recipes.TakeTests tests.test_more.FirstTests tests.test_more.LastTests";
+        check_import(
+            names,
+            "unittest.loader._FailedTest.test_more",
+            "python3 -m unittest -v tests.test_more.FirstTests tests.test_more.LastTests",
+        );
+        check_import(
+            names,
+            "unittest.loader._FailedTest.tests.test_recipes",
+            "python3 -m unittest -v tests.test_recipes.TakeTests",
+        );
+        // `test_more` is a whole part, not a prefix of `test_more_x`.
+        check_import(
+            "python3 -m unittest tests.test_more_x tests/test_more.py",
+            "unittest.loader._FailedTest.test_more",
+            "python3 -m unittest tests/test_more.py",
+        );
+        // No name loads it (implicit discovery): the module itself.
+        check_import(
+            "python3 -m unittest -b",
+            "unittest.loader._FailedTest.tests.test_more",
+            "python3 -m unittest -b tests.test_more",
+        );
+        // discover: where it looks stays, the pattern becomes the module's file.
+        check_import(
+            "python3 -m unittest discover -s tests -p 'check_*.py' -v",
+            "unittest.loader._FailedTest.test_more",
+            "python3 -m unittest discover -v -s tests -p test_more.py",
+        );
+        check_import(
+            "python3 -m unittest discover tests 'test*.py' .",
+            "unittest.loader._FailedTest.tests.sub.test_more",
+            "python3 -m unittest discover -s tests -t . -p test_more.py",
+        );
+    }
+
+    #[test]
+    fn a_test_under_discover_is_chosen_by_its_module_and_id() {
+        check_import(
+            "python3 -m unittest discover -s tests -k fast --top-level-directory=.",
+            "tests.test_shop.T.test_b",
+            "python3 -m unittest discover -s tests -t . -p test_shop.py -k '*tests.test_shop.T.test_b'",
+        );
+    }
+
+    #[test]
+    fn parses_modules_that_did_not_import() {
+        let discovered = "ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)\n";
+        assert_eq!(
+            failing_tests(Runner::Unittest, discovered),
+            vec!["unittest.loader._FailedTest.tests.test_more"]
+        );
+        let old_python = "ERROR: test_more (unittest.loader._FailedTest)\n";
+        assert_eq!(
+            failing_tests(Runner::Unittest, old_python),
+            vec!["unittest.loader._FailedTest.test_more"]
+        );
+        assert_eq!(
+            unittest_failed_import("unittest.loader._FailedTest.tests.test_more"),
+            Some("tests.test_more")
+        );
+        assert_eq!(unittest_failed_import("tests.test_more.T.test_a"), None);
     }
 }
