@@ -1,0 +1,289 @@
+//! Python tracebacks: chains (`During handling…`, `The above exception…`),
+//! exception groups, tracebacks pasted without their header, and syntax
+//! errors reported while compiling the main script.
+
+use super::{MAX_MESSAGE_LINES, frame};
+use crate::model::{Cause, Failure, FailureKind, Frame, Language};
+use regex::Regex;
+use std::sync::LazyLock;
+
+static PY_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"^\s*File "([^"]*)", line (\d+)(?:, in (.+))?$"#).unwrap());
+static PY_EXC: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::\s?(.*))?$").unwrap());
+const PY_CONTEXT: &str = "During handling of the above exception, another exception occurred:";
+const PY_CAUSE: &str = "The above exception was the direct cause of the following exception:";
+
+pub(super) struct Exc {
+    pub(super) relation: String,
+    pub(super) exception_type: Option<String>,
+    pub(super) message: String,
+    pub(super) frames: Vec<Frame>,
+    /// An exception group's sub-exceptions (and their chains), as causes.
+    pub(super) subs: Vec<Cause>,
+}
+
+fn strip<'a>(line: &'a str, prefix: &str) -> &'a str {
+    line.strip_prefix(prefix).unwrap_or(line)
+}
+
+/// A Python traceback chain: tracebacks and exception groups joined by
+/// `During handling of the above exception…` / `The above exception was the
+/// direct cause…`, oldest first as Python prints them.
+pub(super) fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let pos = lines[start].find("Traceback (most recent call last):")?;
+    // A log prefix (`app_1 | `, `2024-01-01 ERROR `) repeated on every line
+    // is removed; an exception group's `  + ` box is not a prefix.
+    let prefix: String = {
+        let p = &lines[start][..pos];
+        if lines[start].contains(PY_GROUP) {
+            String::new()
+        } else if p.trim().is_empty() || lines.get(start + 1).is_some_and(|l| l.starts_with(p)) {
+            p.to_owned()
+        } else {
+            String::new()
+        }
+    };
+    let mut chain: Vec<Exc> = Vec::new();
+    let mut relation = String::new();
+    let mut i = start;
+    loop {
+        // At a "Traceback" line: an exception group's box, or a plain traceback.
+        let exc = if strip(lines[i], &prefix).contains(PY_GROUP) {
+            let (g, next) = python_group(lines, i)?;
+            i = next;
+            Exc {
+                relation: std::mem::take(&mut relation),
+                exception_type: g.exception_type,
+                message: g.message,
+                frames: g.frames,
+                subs: g.causes,
+            }
+        } else {
+            let (mut exc, next) = python_traceback(lines, i, &prefix);
+            exc.relation = std::mem::take(&mut relation);
+            i = next;
+            exc
+        };
+        chain.push(exc);
+        // Chained exception?
+        let mut j = i;
+        while j < lines.len() && strip(lines[j], &prefix).trim().is_empty() && j < i + 3 {
+            j += 1;
+        }
+        let marker = lines.get(j).map(|l| strip(l, &prefix).trim());
+        let rel = match marker {
+            Some(PY_CONTEXT) => "context",
+            Some(PY_CAUSE) => "cause",
+            _ => break,
+        };
+        let mut k = j + 1;
+        while k < lines.len() && strip(lines[k], &prefix).trim().is_empty() && k < j + 3 {
+            k += 1;
+        }
+        if !lines
+            .get(k)
+            .is_some_and(|l| l.contains("Traceback (most recent call last):"))
+        {
+            break;
+        }
+        relation = rel.to_owned();
+        i = k;
+    }
+    // Python prints the chain oldest first; the last one is what was raised.
+    let mut primary = chain.pop()?;
+    let mut f = Failure::new(FailureKind::Exception, Language::Python);
+    f.exception_type = primary.exception_type.take();
+    f.message = primary.message;
+    f.frames = primary.frames;
+    // A group's own sub-exceptions are nearest to it.
+    f.causes = primary.subs;
+    // Relations describe how each older exception relates to the newer one.
+    let mut rel_to_newer = primary.relation;
+    for e in chain.into_iter().rev() {
+        f.causes.push(Cause {
+            relation: rel_to_newer,
+            exception_type: e.exception_type,
+            message: e.message,
+            frames: e.frames,
+        });
+        f.causes.extend(e.subs);
+        rel_to_newer = e.relation;
+    }
+    Some((f, i))
+}
+
+/// One plain traceback from its `Traceback` line at `start`: frames, then
+/// the exception line and its message lines. Returns it and the next line.
+fn python_traceback(lines: &[&str], start: usize, prefix: &str) -> (Exc, usize) {
+    let mut i = start + 1;
+    let mut frames = Vec::new();
+    while i < lines.len() {
+        let l = strip(lines[i], prefix);
+        if let Some(c) = PY_FRAME.captures(l) {
+            frames.push(frame(
+                Some(&c[1]),
+                c.get(3).map(|m| m.as_str()),
+                c[2].parse().ok(),
+            ));
+            i += 1;
+        } else if l.starts_with(' ') || l.starts_with('\t') {
+            // Source line, caret line, `[Previous line repeated N more times]`.
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let (exception_type, mut message) = match lines.get(i).map(|l| strip(l, prefix)) {
+        Some(l) if !l.trim().is_empty() => {
+            i += 1;
+            match PY_EXC.captures(l) {
+                Some(c) => (
+                    Some(c[1].to_owned()),
+                    c.get(2).map_or(String::new(), |m| m.as_str().to_owned()),
+                ),
+                None => (None, l.to_owned()),
+            }
+        }
+        _ => (None, String::new()),
+    };
+    // Multi-line messages end at a blank line or the next traceback.
+    let mut extra = 0;
+    while i < lines.len() && extra < MAX_MESSAGE_LINES {
+        let l = strip(lines[i], prefix);
+        if l.trim().is_empty()
+            || l.contains("Traceback (most recent call last):")
+            || l == PY_CONTEXT
+            || l == PY_CAUSE
+        {
+            break;
+        }
+        // The next log record usually starts with a timestamp or level; stop there.
+        if LOG_RECORD_START.is_match(l) {
+            break;
+        }
+        message.push('\n');
+        message.push_str(l);
+        i += 1;
+        extra += 1;
+    }
+    let exc = Exc {
+        relation: String::new(),
+        exception_type,
+        message,
+        frames,
+        subs: Vec::new(),
+    };
+    (exc, i)
+}
+
+const PY_GROUP: &str = "Exception Group Traceback (most recent call last):";
+
+/// Python 3.11+ exception groups: a boxed traceback (`| ` margins) for the
+/// group, then one box per sub-exception separated by `+---- N ----` rules.
+/// The group is the failure; sub-exceptions become causes (`sub_exception`),
+/// nested groups are read recursively.
+fn python_group(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let mut segments: Vec<Vec<String>> =
+        vec![vec!["Traceback (most recent call last):".to_owned()]];
+    let mut i = start + 1;
+    while i < lines.len() {
+        let t = lines[i].trim_start();
+        if !(t.starts_with('|') || t.starts_with('+')) {
+            break;
+        }
+        if t.starts_with('+') && t.contains("----") {
+            // `+-+---- 1 ----` or `+---- 2 ----` opens a sub-exception; a bare rule closes.
+            if t.trim_matches(|c| c == '+' || c == '-' || c == ' ')
+                .parse::<u32>()
+                .is_ok()
+            {
+                segments.push(Vec::new());
+            }
+            i += 1;
+            continue;
+        }
+        let content = &t[1..];
+        segments
+            .last_mut()?
+            .push(content.strip_prefix(' ').unwrap_or(content).to_owned());
+        i += 1;
+    }
+    let mut parsed = segments.iter().map(|seg| {
+        let refs: Vec<&str> = seg.iter().map(String::as_str).collect();
+        match refs.first() {
+            // A nested group, a chain inside the box: `python` reads both.
+            Some(_) => python(&refs, 0).map(|(f, _)| f),
+            None => None,
+        }
+    });
+    let mut f = parsed.next()??;
+    for sub in parsed.flatten() {
+        f.causes.push(Cause {
+            relation: "sub_exception".into(),
+            exception_type: sub.exception_type,
+            message: sub.message,
+            frames: sub.frames,
+        });
+        f.causes.extend(sub.causes);
+    }
+    Some((f, i))
+}
+
+/// A traceback pasted without its `Traceback (most recent call last):` line
+/// (people copy from the first frame they think matters). Read like a
+/// traceback when the frames end in an exception line; the indentation of
+/// the first frame says how much of every line is margin (`  File` is the
+/// standard two spaces).
+pub(super) fn python_headerless(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let first = PY_FRAME.captures(lines[start])?;
+    first.get(3)?;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let prefix = " ".repeat(indent.saturating_sub(2));
+    let prefix = if lines[start].starts_with(&prefix) {
+        prefix
+    } else {
+        String::new()
+    };
+    // `python_traceback` starts reading after its header line.
+    let mut shifted: Vec<&str> = Vec::with_capacity(lines.len() - start + 1);
+    shifted.push("Traceback (most recent call last):");
+    shifted.extend_from_slice(&lines[start..]);
+    let (exc, next) = python_traceback(&shifted, 0, &prefix);
+    let ty = exc.exception_type?;
+    if exc.frames.is_empty() {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Python);
+    f.exception_type = Some(ty);
+    f.message = exc.message;
+    f.frames = exc.frames;
+    f.context.insert("header".into(), "missing".into());
+    Some((f, start + next - 1))
+}
+
+/// A syntax error reported while compiling the main script: a bare
+/// `File "x.py", line N` (no function), the source, a caret, then the error.
+pub(super) fn python_syntax_error(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let c = PY_FRAME.captures(lines[start])?;
+    if c.get(3).is_some() {
+        return None;
+    }
+    let end = (start + 6).min(lines.len());
+    let at =
+        (start + 1..end).find(|&j| !lines[j].starts_with(' ') && !lines[j].starts_with('\t'))?;
+    let e = PY_EXC.captures(lines[at])?;
+    let ty = e[1].to_owned();
+    if !matches!(ty.as_str(), "SyntaxError" | "IndentationError" | "TabError") {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Python);
+    f.exception_type = Some(ty);
+    f.message = e.get(2).map_or(String::new(), |m| m.as_str().to_owned());
+    f.frames.push(frame(Some(&c[1]), None, c[2].parse().ok()));
+    Some((f, at + 1))
+}
+
+static LOG_RECORD_START: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b|##\[)").unwrap()
+});
