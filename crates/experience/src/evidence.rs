@@ -60,7 +60,7 @@ fn relative(output: &str, root: &str) -> String {
 }
 
 /// A test id that stands for a module the runner could not import.
-fn is_collection_error(id: &str) -> bool {
+pub(crate) fn is_collection_error(id: &str) -> bool {
     id.starts_with("ERROR ") || id.contains("_FailedTest") || id.starts_with("unittest.loader")
 }
 

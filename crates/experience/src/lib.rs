@@ -18,6 +18,7 @@
 //! (an L1 record's hunks re-applied to a file).
 
 pub mod apply;
+pub mod ci_reports;
 pub mod development;
 pub mod endpoint;
 pub mod evidence;
@@ -30,6 +31,7 @@ pub mod records;
 pub mod relations;
 pub mod retrieve;
 mod text;
+pub mod workflow;
 
 pub use model::{CiRun, Failure, History, JobRun, Revision, StepRun, StepStatus};
 pub use reconstruct::{Reconstruction, reconstruct};
