@@ -7,7 +7,8 @@
 //! test_function` (each line records the test functions that ran it, named
 //! `package.module.Class.test`), and `coverage json --show-contexts`. Failing
 //! tests are read from the runner's own summary lines (pytest `FAILED id`
-//! with `-rfE`; unittest `FAIL: name (id)`), so no plugin is needed.
+//! with `-rfE`; unittest `FAIL: name (id)`) by the domain's runner reader,
+//! so no plugin is needed.
 //! Outputs go to `.tracelab-coverage/` inside the worktree, which every
 //! sandbox kind can write.
 
@@ -18,6 +19,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox};
+use tracelab_domain::runner as domain_runner;
 
 /// Directory (in the worktree) for the rc file, data and JSON report.
 pub const WORK_DIR: &str = ".tracelab-coverage";
@@ -218,21 +220,20 @@ pub fn dotted_from_pytest_id(id: &str) -> String {
     }
 }
 
-/// The failing tests a runner printed, sorted and without duplicates.
+/// The failing tests a runner printed, sorted and without duplicates: the
+/// domain's reader of runner summaries (`tracelab_domain::runner`), with
+/// pytest ids kept only when they name a test (`path::test`, not a
+/// collection error's bare path).
 pub fn failing_tests(runner: Runner, output: &str) -> Vec<FailingTest> {
+    let reader = match runner {
+        Runner::Pytest => domain_runner::Runner::Pytest,
+        Runner::Unittest => domain_runner::Runner::Unittest,
+    };
     let mut out = BTreeSet::new();
-    for line in output.lines() {
-        let line = line.trim_end();
+    for id in domain_runner::failing_tests(reader, output) {
         match runner {
             Runner::Pytest => {
-                // `FAILED tests/t.py::test_x - AssertionError: …` (also ERROR).
-                let Some(rest) = line
-                    .strip_prefix("FAILED ")
-                    .or_else(|| line.strip_prefix("ERROR "))
-                else {
-                    continue;
-                };
-                let id = rest.split(" - ").next().unwrap_or(rest).trim();
+                let id = id.strip_prefix("ERROR ").unwrap_or(&id);
                 if id.contains("::") {
                     out.insert(FailingTest {
                         id: id.to_string(),
@@ -241,28 +242,9 @@ pub fn failing_tests(runner: Runner, output: &str) -> Vec<FailingTest> {
                 }
             }
             Runner::Unittest => {
-                // `FAIL: test_x (pkg.mod.Class.test_x)` (3.11+) or
-                // `ERROR: test_x (pkg.mod.Class)` (older Pythons).
-                let Some(rest) = line
-                    .strip_prefix("FAIL: ")
-                    .or_else(|| line.strip_prefix("ERROR: "))
-                else {
-                    continue;
-                };
-                let Some((method, tail)) = rest.split_once(" (") else {
-                    continue;
-                };
-                let Some((inside, _)) = tail.split_once(')') else {
-                    continue;
-                };
-                let name = if inside.ends_with(&format!(".{method}")) {
-                    inside.to_string()
-                } else {
-                    format!("{inside}.{method}")
-                };
                 out.insert(FailingTest {
-                    id: name.clone(),
-                    name,
+                    id: id.clone(),
+                    name: id,
                 });
             }
         }

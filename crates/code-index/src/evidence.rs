@@ -1,18 +1,11 @@
 //! Stack frames out of failure text (Python, pytest, Java, JavaScript/Node,
-//! Go, Rust), innermost first, and their mapping onto repository files.
+//! Go, Rust) as the domain's [`Frame`] (innermost last), and their mapping
+//! onto repository files.
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::LazyLock;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Frame {
-    /// The path as the evidence wrote it.
-    pub path: String,
-    pub line: Option<u32>,
-    pub function: Option<String>,
-}
+pub use tracelab_domain::Frame;
 
 static PY_FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?"#).unwrap());
@@ -38,9 +31,12 @@ static RUST_AT: LazyLock<Regex> =
 static GENERIC: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"([\w./-]+\.(?:py|rs|go|js|mjs|ts|tsx|java)):(\d+)").unwrap());
 
-/// Frames innermost first. Python lists the innermost call last, so its
-/// frames are reversed; the others list it first. Locations that appear
-/// outside any recognised frame (an assertion's `src/lib.rs:10:5`) follow.
+/// Frames innermost last, as [`Frame`] lists are ordered. Python lists the
+/// innermost call last, the others first; innermost first, Python's frames
+/// come first, then the others', then locations that appear outside any
+/// recognised frame (an assertion's `src/lib.rs:10:5`) — and that list is
+/// returned reversed. A frame's file is the path as the evidence wrote it;
+/// it is `in_app` unless it is a library's or the toolchain's.
 pub fn parse_frames(text: &str) -> Vec<Frame> {
     let mut python = Vec::new();
     let mut others = Vec::new();
@@ -81,13 +77,16 @@ pub fn parse_frames(text: &str) -> Vec<Frame> {
     out.extend(others);
     out.extend(generic);
     let mut seen = std::collections::HashSet::new();
-    out.retain(|f| seen.insert((f.path.clone(), f.line, f.function.clone())));
+    out.retain(|f| seen.insert((f.file.clone(), f.line, f.function.clone())));
+    out.reverse();
     out
 }
 
 fn frame(path: &str, line: &str, function: Option<&str>) -> Frame {
+    let path = path.replace('\\', "/");
     Frame {
-        path: path.replace('\\', "/"),
+        in_app: !is_external(&path),
+        file: Some(path),
         line: line.parse().ok(),
         function: function.map(str::to_string),
     }
@@ -133,10 +132,11 @@ impl PathMatcher {
     /// The repository path a frame points at, if any.
     pub fn resolve(&self, frame: &Frame) -> Option<String> {
         let path = frame
-            .path
+            .file
+            .as_deref()?
             .trim_start_matches("file://")
             .trim_start_matches("./");
-        if is_external(path) {
+        if !frame.in_app || is_external(path) {
             return None;
         }
         let name = path.rsplit('/').next()?;
@@ -178,9 +178,11 @@ mod tests {
     use super::*;
 
     fn check(text: &str, expected: &[(&str, u32, Option<&str>)]) {
+        // Read innermost first, the order the cases are written in.
         let got: Vec<(String, u32, Option<String>)> = parse_frames(text)
             .into_iter()
-            .map(|f| (f.path, f.line.unwrap_or(0), f.function))
+            .rev()
+            .map(|f| (f.file.unwrap_or_default(), f.line.unwrap_or(0), f.function))
             .collect();
         let want: Vec<(String, u32, Option<String>)> = expected
             .iter()
@@ -258,9 +260,10 @@ mod tests {
             "app/models.py",
         ]);
         let f = |path: &str, function: Option<&str>| Frame {
-            path: path.into(),
+            file: Some(path.into()),
             line: Some(1),
             function: function.map(Into::into),
+            in_app: true,
         };
         assert_eq!(
             m.resolve(&f("/ci/w/shop/cart.py", None)).as_deref(),

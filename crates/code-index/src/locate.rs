@@ -196,7 +196,7 @@ impl Locator {
     /// The evidence's frames that point into the repository, innermost first.
     pub fn repo_frames(&self, evidence: &str) -> Vec<RepoFrame> {
         let mut out: Vec<RepoFrame> = Vec::new();
-        for f in parse_frames(evidence) {
+        for f in parse_frames(evidence).into_iter().rev() {
             let Some(path) = self.matcher.resolve(&f) else {
                 continue;
             };

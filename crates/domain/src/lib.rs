@@ -15,6 +15,7 @@ pub mod bisect;
 pub mod contract;
 pub mod error;
 pub mod experiment;
+pub mod frame;
 pub mod hypothesis;
 pub mod ids;
 pub mod journal;
@@ -32,4 +33,5 @@ pub mod vectors;
 pub mod verdict;
 
 pub use error::{Error, ErrorKind, Result};
+pub use frame::Frame;
 pub use language::Language;

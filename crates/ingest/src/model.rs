@@ -115,19 +115,10 @@ impl std::str::FromStr for DetectedFormat {
     }
 }
 
-/// One stack frame, normalised. Frames are ordered innermost LAST (as Python
-/// prints them), whatever order the runtime printed them in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Frame {
-    /// Path relative to the repository root when it could be made so.
-    pub file: Option<String>,
-    /// Normalised function name (generated parts such as lambda numbers,
-    /// closure markers and symbol hashes removed).
-    pub function: Option<String>,
-    pub line: Option<u32>,
-    /// Whether the frame is application code (not a library, runtime or vendored code).
-    pub in_app: bool,
-}
+/// One stack frame, normalised: the domain's one frame type, innermost
+/// LAST in every list (`tracelab_domain::frame`), whatever order the
+/// runtime printed them in.
+pub use tracelab_domain::frame::Frame;
 
 /// A link in an exception chain (`Caused by:`, `During handling of ...`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
