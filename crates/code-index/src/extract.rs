@@ -2,6 +2,12 @@
 //! diagnostics. A cursor-driven iterative walk (no queries, no recursion, so a
 //! deeply nested expression cannot overflow a worker's stack).
 
+mod go;
+mod java;
+mod javascript;
+mod python;
+mod rust;
+
 use crate::lang::Language;
 use crate::model::{CallSite, Def, Diagnostic, Import, ParsedFile, SymbolKind};
 use std::cell::RefCell;
@@ -197,389 +203,36 @@ impl<'s> Walker<'s> {
         idx
     }
 
+    /// The definition `node` is, if it is one (the language's module says which).
     fn definition(&self, node: Node, scope: Option<u32>) -> Option<Found> {
-        let simple = |kind| {
-            let name = self.field_text(node, "name")?.to_string();
-            Some(Found {
-                name,
-                kind,
-                local: None,
-                child_prefix: None,
-            })
-        };
-        match (self.language, node.kind()) {
-            (Language::Python, "function_definition") => simple(SymbolKind::Function),
-            (Language::Python, "class_definition") => simple(SymbolKind::Class),
-            (Language::Rust, "function_item" | "function_signature_item") => {
-                simple(SymbolKind::Function)
-            }
-            (Language::Rust, "struct_item" | "union_item") => simple(SymbolKind::Struct),
-            (Language::Rust, "enum_item") => simple(SymbolKind::Enum),
-            (Language::Rust, "trait_item") => simple(SymbolKind::Trait),
-            (Language::Rust, "mod_item") if node.child_by_field_name("body").is_some() => {
-                simple(SymbolKind::Module)
-            }
-            (Language::Rust, "impl_item") => {
-                let ty = strip_generics(self.field_text(node, "type")?);
-                let prefix = match scope {
-                    Some(p) => format!("{}::{ty}", self.child_prefix[p as usize]),
-                    None => ty.to_string(),
-                };
-                let name = match self.field_text(node, "trait") {
-                    Some(tr) => format!("<{ty} as {}>", strip_generics(tr)),
-                    None => format!("<impl {ty}>"),
-                };
-                let local = match scope {
-                    Some(p) => format!("{}::{name}", self.child_prefix[p as usize]),
-                    None => name.clone(),
-                };
-                Some(Found {
-                    name,
-                    kind: SymbolKind::Impl,
-                    local: Some(local),
-                    child_prefix: Some(prefix),
-                })
-            }
-            (
-                Language::JavaScript | Language::TypeScript,
-                "function_declaration" | "generator_function_declaration",
-            ) => simple(SymbolKind::Function),
-            (
-                Language::JavaScript | Language::TypeScript,
-                "class_declaration" | "abstract_class_declaration",
-            ) => simple(SymbolKind::Class),
-            (Language::JavaScript | Language::TypeScript, "method_definition") => {
-                simple(SymbolKind::Method)
-            }
-            (Language::TypeScript, "interface_declaration") => simple(SymbolKind::Interface),
-            (Language::TypeScript, "enum_declaration") => simple(SymbolKind::Enum),
-            (Language::JavaScript | Language::TypeScript, "variable_declarator") => {
-                let value = node.child_by_field_name("value")?;
-                if !matches!(
-                    value.kind(),
-                    "arrow_function" | "function_expression" | "function"
-                ) {
-                    return None;
-                }
-                let name = node.child_by_field_name("name")?;
-                (name.kind() == "identifier").then(|| Found {
-                    name: self.text(name).to_string(),
-                    kind: SymbolKind::Function,
-                    local: None,
-                    child_prefix: None,
-                })
-            }
-            (
-                Language::JavaScript | Language::TypeScript,
-                "field_definition" | "public_field_definition",
-            ) => {
-                let value = node.child_by_field_name("value")?;
-                if !matches!(value.kind(), "arrow_function" | "function_expression") {
-                    return None;
-                }
-                let name = node
-                    .child_by_field_name("property")
-                    .or_else(|| node.child_by_field_name("name"))?;
-                Some(Found {
-                    name: self.text(name).to_string(),
-                    kind: SymbolKind::Method,
-                    local: None,
-                    child_prefix: None,
-                })
-            }
-            // Test callbacks (`test('adds', () => ...)`, `it`, `describe`) are
-            // the tests' functions: naming them lets a failing test's frame
-            // seed the call graph like any other function.
-            (Language::JavaScript | Language::TypeScript, "call_expression") => {
-                let f = node.child_by_field_name("function")?;
-                if !matches!(self.text(f), "test" | "it" | "describe") {
-                    return None;
-                }
-                let args = node.child_by_field_name("arguments")?;
-                let title = args
-                    .named_child(0)
-                    .filter(|a| matches!(a.kind(), "string" | "template_string"))?;
-                let callback = args.named_child(1)?;
-                if !matches!(
-                    callback.kind(),
-                    "arrow_function" | "function_expression" | "function"
-                ) {
-                    return None;
-                }
-                let name = self
-                    .text(title)
-                    .trim_matches(|c| c == '"' || c == '\'' || c == '`')
-                    .to_string();
-                Some(Found {
-                    name,
-                    kind: SymbolKind::Function,
-                    local: None,
-                    child_prefix: None,
-                })
-            }
-            (Language::Go, "function_declaration") => simple(SymbolKind::Function),
-            (Language::Go, "method_declaration") => {
-                let name = self.field_text(node, "name")?.to_string();
-                let recv = node
-                    .child_by_field_name("receiver")
-                    .map(|r| go_receiver_type(self.text(r)));
-                let local = recv
-                    .filter(|r| !r.is_empty())
-                    .map(|r| format!("{r}.{name}"));
-                Some(Found {
-                    name,
-                    kind: SymbolKind::Method,
-                    local,
-                    child_prefix: None,
-                })
-            }
-            (Language::Go, "type_spec") => {
-                let kind = match node.child_by_field_name("type")?.kind() {
-                    "struct_type" => SymbolKind::Struct,
-                    "interface_type" => SymbolKind::Interface,
-                    _ => return None,
-                };
-                simple(kind)
-            }
-            (Language::Go, "method_elem" | "method_spec") => simple(SymbolKind::Method),
-            (Language::Java, "class_declaration" | "record_declaration") => {
-                simple(SymbolKind::Class)
-            }
-            (Language::Java, "interface_declaration") => simple(SymbolKind::Interface),
-            (Language::Java, "enum_declaration") => simple(SymbolKind::Enum),
-            (Language::Java, "method_declaration" | "constructor_declaration") => {
-                simple(SymbolKind::Method)
-            }
-            _ => None,
+        match self.language {
+            Language::Python => self.python_definition(node, scope),
+            Language::Rust => self.rust_definition(node, scope),
+            Language::JavaScript | Language::TypeScript => self.javascript_definition(node, scope),
+            Language::Go => self.go_definition(node, scope),
+            Language::Java => self.java_definition(node, scope),
         }
+    }
+
+    /// A definition named by the node's `name` field.
+    fn simple(&self, node: Node, kind: SymbolKind) -> Option<Found> {
+        let name = self.field_text(node, "name")?.to_string();
+        Some(Found {
+            name,
+            kind,
+            local: None,
+            child_prefix: None,
+        })
     }
 
     /// Calls, imports and module names: everything that is not a definition.
     fn other(&mut self, node: Node, scope: Option<u32>) {
-        let kind = node.kind();
-        match (self.language, kind) {
-            (Language::Python, "call") => {
-                if let Some(f) = node.child_by_field_name("function") {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "attribute" => self.field_text(f, "attribute").map(|a| {
-                            let q = f.child_by_field_name("object").map(|o| self.text(o));
-                            (a, q)
-                        }),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
-            }
-            (Language::Python, "import_from_statement") => {
-                let module = node
-                    .child_by_field_name("module_name")
-                    .map(|m| self.text(m))
-                    .unwrap_or("");
-                let mut c = node.walk();
-                for n in node.children_by_field_name("name", &mut c) {
-                    let (name, alias) = match n.kind() {
-                        "aliased_import" => (
-                            self.field_text(n, "name").unwrap_or(""),
-                            self.field_text(n, "alias"),
-                        ),
-                        _ => (self.text(n), None),
-                    };
-                    if !name.is_empty() {
-                        self.imports.push(Import {
-                            local: alias.unwrap_or(name).to_string(),
-                            module: module.to_string(),
-                            name: Some(name.to_string()),
-                        });
-                    }
-                }
-            }
-            (Language::Python, "import_statement") => {
-                let mut c = node.walk();
-                for n in node.children_by_field_name("name", &mut c) {
-                    let (module, alias) = match n.kind() {
-                        "aliased_import" => (
-                            self.field_text(n, "name").unwrap_or(""),
-                            self.field_text(n, "alias"),
-                        ),
-                        _ => (self.text(n), None),
-                    };
-                    let local = alias.unwrap_or(module);
-                    self.imports.push(Import {
-                        local: local.to_string(),
-                        module: module.to_string(),
-                        name: None,
-                    });
-                }
-            }
-            (Language::Rust, "call_expression") => {
-                let mut f = node.child_by_field_name("function");
-                if let Some(g) = f.filter(|f| f.kind() == "generic_function") {
-                    f = g.child_by_field_name("function");
-                }
-                if let Some(f) = f {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "field_expression" => self
-                            .field_text(f, "field")
-                            .map(|n| (n, f.child_by_field_name("value").map(|v| self.text(v)))),
-                        "scoped_identifier" => self
-                            .field_text(f, "name")
-                            .map(|n| (n, f.child_by_field_name("path").map(|p| self.text(p)))),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
-            }
-            // Macro arguments are token trees, not expressions: recover the
-            // calls in `assert_eq!(f(x), y)` from `ident (` and `a.ident (`.
-            (Language::Rust, "token_tree") => {
-                let mut c = node.walk();
-                let kids: Vec<Node> = node.children(&mut c).collect();
-                for (i, k) in kids.iter().enumerate() {
-                    let next_is_args = kids.get(i + 1).is_some_and(|n| {
-                        n.kind() == "token_tree" && n.child(0).is_some_and(|p| p.kind() == "(")
-                    });
-                    if k.kind() != "identifier" || !next_is_args {
-                        continue;
-                    }
-                    let qualifier = (i >= 2 && matches!(kids[i - 1].kind(), "." | "::"))
-                        .then(|| self.text(kids[i - 2]))
-                        .filter(|q| !q.is_empty());
-                    self.add_call(scope, *k, Some((self.text(*k), qualifier)));
-                }
-            }
-            (Language::JavaScript | Language::TypeScript, "call_expression") => {
-                if let Some(f) = node.child_by_field_name("function") {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "member_expression" => self
-                            .field_text(f, "property")
-                            .map(|n| (n, f.child_by_field_name("object").map(|o| self.text(o)))),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
-            }
-            (Language::JavaScript | Language::TypeScript, "new_expression") => {
-                let call = node
-                    .child_by_field_name("constructor")
-                    .filter(|c| c.kind() == "identifier");
-                let call = call.map(|c| (self.text(c), None));
-                self.add_call(scope, node, call);
-            }
-            (Language::JavaScript | Language::TypeScript, "import_statement") => {
-                let Some(source) = self.field_text(node, "source") else {
-                    return;
-                };
-                let module = source
-                    .trim_matches(|c| c == '"' || c == '\'' || c == '`')
-                    .to_string();
-                let mut stack = vec![node];
-                while let Some(n) = stack.pop() {
-                    match n.kind() {
-                        "import_specifier" => {
-                            let name = self.field_text(n, "name").unwrap_or("");
-                            let local = self.field_text(n, "alias").unwrap_or(name);
-                            self.imports.push(Import {
-                                local: local.into(),
-                                module: module.clone(),
-                                name: Some(name.into()),
-                            });
-                        }
-                        "namespace_import" => {
-                            let mut c = n.walk();
-                            let id = n.named_children(&mut c).find(|c| c.kind() == "identifier");
-                            if let Some(id) = id {
-                                let local = self.text(id).to_string();
-                                self.imports.push(Import {
-                                    local,
-                                    module: module.clone(),
-                                    name: None,
-                                });
-                            }
-                        }
-                        "identifier" if n.parent().is_some_and(|p| p.kind() == "import_clause") => {
-                            self.imports.push(Import {
-                                local: self.text(n).into(),
-                                module: module.clone(),
-                                name: Some("default".into()),
-                            });
-                        }
-                        _ => {
-                            let mut c = n.walk();
-                            stack.extend(n.named_children(&mut c));
-                        }
-                    }
-                }
-            }
-            (Language::Go, "call_expression") => {
-                if let Some(f) = node.child_by_field_name("function") {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "selector_expression" => self
-                            .field_text(f, "field")
-                            .map(|n| (n, f.child_by_field_name("operand").map(|o| self.text(o)))),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
-            }
-            (Language::Go, "package_clause") => {
-                let mut c = node.walk();
-                let id = node.named_children(&mut c).next();
-                self.module_hint = id.map(|n| self.text(n).to_string());
-            }
-            (Language::Go, "import_spec") => {
-                let Some(path) = self.field_text(node, "path") else {
-                    return;
-                };
-                let path = path.trim_matches('"').to_string();
-                let local = self
-                    .field_text(node, "name")
-                    .map(str::to_string)
-                    .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_string());
-                self.imports.push(Import {
-                    local,
-                    module: path,
-                    name: None,
-                });
-            }
-            (Language::Java, "method_invocation") => {
-                let call = self
-                    .field_text(node, "name")
-                    .map(|n| (n, node.child_by_field_name("object").map(|o| self.text(o))));
-                self.add_call(scope, node, call);
-            }
-            (Language::Java, "object_creation_expression") => {
-                let call = self
-                    .field_text(node, "type")
-                    .map(|t| (strip_generics(t), None));
-                self.add_call(scope, node, call);
-            }
-            (Language::Java, "package_declaration") => {
-                let mut c = node.walk();
-                let id = node
-                    .named_children(&mut c)
-                    .find(|n| matches!(n.kind(), "scoped_identifier" | "identifier"));
-                self.module_hint = id.map(|n| self.text(n).to_string());
-            }
-            (Language::Java, "import_declaration") => {
-                let text = self
-                    .text(node)
-                    .trim_start_matches("import")
-                    .trim_end_matches(';')
-                    .trim();
-                let text = text.trim_start_matches("static ").trim();
-                if let Some((module, name)) = text.rsplit_once('.') {
-                    self.imports.push(Import {
-                        local: name.into(),
-                        module: module.into(),
-                        name: Some(name.into()),
-                    });
-                }
-            }
-            _ => {}
+        match self.language {
+            Language::Python => self.python_other(node, scope),
+            Language::Rust => self.rust_other(node, scope),
+            Language::JavaScript | Language::TypeScript => self.javascript_other(node, scope),
+            Language::Go => self.go_other(node, scope),
+            Language::Java => self.java_other(node, scope),
         }
     }
 
