@@ -29,6 +29,9 @@ use tracelab_experience::{
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_store::{ExperienceStore, SqliteStore};
 
+#[path = "experience_reports.rs"]
+mod reports;
+
 #[derive(Debug, Subcommand)]
 pub enum ExperienceCommand {
     /// Re-run test commands at each commit of a failing → passing range and
@@ -57,8 +60,23 @@ pub struct MineArgs {
     pub repo: PathBuf,
     /// A check to run, without a shell (repeatable; run in order like the
     /// steps of one CI job).
-    #[arg(long = "test", value_name = "CMD", required = true)]
+    #[arg(
+        long = "test",
+        value_name = "CMD",
+        required_unless_present = "ci_reports",
+        conflicts_with = "ci_reports"
+    )]
     pub tests: Vec<String>,
+    /// Read what CI observed at each commit from the reports in DIR
+    /// (`tracelab report --dry-run` JSON, one per file) instead of
+    /// re-running --test commands.
+    #[arg(long, value_name = "DIR")]
+    pub ci_reports: Option<PathBuf>,
+    /// The workflow file that ran the reporting jobs, repository-relative
+    /// (`.github/workflows/ci.yml`, `.gitlab-ci.yml`), read at each commit:
+    /// it places each failure on its job and step.
+    #[arg(long, value_name = "PATH", requires = "ci_reports")]
+    pub workflow: Option<String>,
     /// The failing revision.
     #[arg(long, value_name = "REV")]
     pub from: String,
@@ -212,6 +230,11 @@ async fn mine(
             .iter()
             .map(|c| (c.sha.clone(), c.parents.first().cloned())),
     );
+    if let Some(dir) = &args.ci_reports {
+        let (history, notes) =
+            reports::history(&git, &from, &to, &ids, dir, args.workflow.as_deref()).await?;
+        return finish(store, db, quiet, &args, &history, notes).await;
+    }
     let workspace = Workspace::create(git.clone(), "experience")?;
     let worktree = workspace.detached("mine", &from).await?;
     let provider = local_sandboxes(&args.allow);
@@ -252,7 +275,21 @@ async fn mine(
         net_diff: diff(&git, &from, &to).await?,
         revisions,
     };
-    let reconstruction = tracelab_experience::reconstruct(&history, &PathRelations);
+    finish(store, db, quiet, &args, &history, Vec::new()).await
+}
+
+/// Reconstructs `history` (with `notes` on its input), stores the records
+/// unless this is a dry run, and prints the result.
+async fn finish(
+    store: &SqliteStore,
+    db: &Path,
+    quiet: bool,
+    args: &MineArgs,
+    history: &History,
+    notes: Vec<tracelab_experience::reconstruct::Note>,
+) -> anyhow::Result<ExitCode> {
+    let mut reconstruction = tracelab_experience::reconstruct(history, &PathRelations);
+    reconstruction.notes.splice(0..0, notes);
     let stored = if args.dry_run {
         0
     } else {

@@ -36,6 +36,9 @@ pub enum NoteKind {
     WideWindow,
     /// A problem disappeared with no surviving change (flaky, environment).
     NoSurvivingChange,
+    /// A CI report or the workflow could not be used (what it said is left
+    /// out, never attributed by a guess).
+    CiInput,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +47,7 @@ pub struct Note {
     pub message: String,
 }
 
-fn note(kind: NoteKind, message: impl Into<String>) -> Note {
+pub fn note(kind: NoteKind, message: impl Into<String>) -> Note {
     Note {
         kind,
         message: message.into(),
