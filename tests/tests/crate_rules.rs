@@ -133,8 +133,8 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
 /// `tracelab-index-client`. An entry whose edge is gone fails the test.
 const EXCEPTIONS: &[(&str, &str, &str)] = &[];
 
-/// Normal TraceLab dependencies of every workspace package.
-fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+/// `cargo metadata --no-deps` of the workspace.
+fn metadata() -> Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
     let out = Command::new(cargo)
@@ -153,7 +153,12 @@ fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
         "cargo metadata: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    serde_json::from_slice(&out.stdout).expect("metadata JSON")
+}
+
+/// Normal TraceLab dependencies of every workspace package.
+fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let meta = metadata();
     let mut graph = BTreeMap::new();
     for package in meta["packages"].as_array().expect("packages") {
         let deps = package["dependencies"]
@@ -251,4 +256,56 @@ fn the_rules_catch_what_they_forbid() {
         );
     }
     assert!(violations(&graph(&[("tracelab-store", &["tracelab-ingest"])])).is_empty());
+}
+
+/// Every workspace package as (name, folder relative to the workspace root).
+fn workspace_packages() -> Vec<(String, String)> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../");
+    let root = std::fs::canonicalize(root).expect("workspace root");
+    metadata()["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            let manifest = std::path::PathBuf::from(p["manifest_path"].as_str().expect("path"));
+            let dir = manifest.parent().expect("package folder");
+            let dir = dir.strip_prefix(&root).unwrap_or(dir);
+            let name = p["name"].as_str().expect("name").to_string();
+            (name, dir.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// The packages without a row `| `folder` | `name` ...` in ARCHITECTURE.md's
+/// code map.
+fn missing_from_code_map(map: &str, packages: &[(String, String)]) -> Vec<String> {
+    packages
+        .iter()
+        .filter(|(name, dir)| {
+            let row = format!("| `{dir}` | `{name}`");
+            !map.lines().any(|l| l.starts_with(&row))
+        })
+        .map(|(name, dir)| format!("{name} ({dir})"))
+        .collect()
+}
+
+#[test]
+fn every_package_is_on_the_code_map() {
+    let map = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"))
+        .expect("read ARCHITECTURE.md");
+    let packages = workspace_packages();
+    assert!(
+        packages
+            .iter()
+            .any(|(n, d)| n == "tracelab-domain" && d == "crates/domain"),
+        "read the workspace: {packages:?}"
+    );
+    let missing = missing_from_code_map(&map, &packages);
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map has no row for: {}",
+        missing.join(", ")
+    );
+    let a_new_crate = [("tracelab-new".to_string(), "crates/new".to_string())];
+    assert_eq!(missing_from_code_map(&map, &a_new_crate).len(), 1);
 }
