@@ -7,8 +7,20 @@
 //! Java ids (Maven or Gradle?) and JavaScript ids (jest, vitest or
 //! `node --test`?) do not say how the project runs its tests, so they get
 //! `None` and the caller asks for a command.
+//!
+//! This module only says which runner an id names and what the base command
+//! is; how that runner runs one test is the domain's [`runner::isolate`],
+//! the same narrowing the investigation's order-dependence check uses.
 
 use crate::Language;
+use tracelab_domain::runner::{self, Runner};
+
+/// The command line of `base` narrowed to `test_id` by the domain's runner rules.
+fn one_test(runner: Runner, base: &[&str], test_id: &str) -> Option<String> {
+    let base: Vec<String> = base.iter().map(|w| w.to_string()).collect();
+    let argv = runner::isolate(runner, &base, test_id)?;
+    Some(argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" "))
+}
 
 /// The command re-running `test_id`, or `None` when the id does not say how.
 pub fn rerun_command(test_id: &str, language: Language) -> Option<String> {
@@ -28,7 +40,8 @@ fn python(id: &str) -> Option<String> {
     if let Some((file, _)) = id.split_once("::") {
         return file
             .ends_with(".py")
-            .then(|| format!("python3 -m pytest -q {}", quote(id)));
+            .then(|| one_test(Runner::Pytest, &["python3", "-m", "pytest", "-q"], id))
+            .flatten();
     }
     // unittest: `pkg.module.Class.test_name (params)`; the subtest parameters are not part of the id.
     let dotted = id.split_once(" (").map_or(id, |(name, _)| name);
@@ -36,14 +49,18 @@ fn python(id: &str) -> Option<String> {
         && dotted
             .split('.')
             .all(|part| !part.is_empty() && part.chars().all(is_identifier_char));
-    valid.then(|| format!("python3 -m unittest {dotted}"))
+    valid
+        .then(|| one_test(Runner::Unittest, &["python3", "-m", "unittest"], dotted))
+        .flatten()
 }
 
 fn rust(id: &str) -> Option<String> {
     let valid = id
         .split("::")
         .all(|part| !part.is_empty() && part.chars().all(is_identifier_char));
-    valid.then(|| format!("cargo test -- --exact {id}"))
+    valid
+        .then(|| one_test(Runner::CargoTest, &["cargo", "test"], id))
+        .flatten()
 }
 
 fn go(id: &str) -> Option<String> {
@@ -134,7 +151,7 @@ mod tests {
     fn rust_paths_run_exactly() {
         assert_eq!(
             rerun_command("tree::tests::split_node_balances", Language::Rust).as_deref(),
-            Some("cargo test -- --exact tree::tests::split_node_balances")
+            Some("cargo test tree::tests::split_node_balances -- --exact")
         );
         assert_eq!(rerun_command("tree::tests::bad name", Language::Rust), None);
     }
