@@ -2,23 +2,11 @@
 //! edits of the source, found by walking the tree-sitter nodes.
 
 use crate::grammar::Kinds;
+pub use crate::operator::Edit;
 use crate::operator::{Operator, token_swaps};
 use crate::{guard, scope};
 use tracelab_domain::Language;
 use tree_sitter::Node;
-
-/// One edit of the source: replace `start..end` with `replacement`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    pub operator: Operator,
-    pub start: usize,
-    pub end: usize,
-    pub replacement: String,
-    /// 1-based line of the edit.
-    pub line: u32,
-    /// What changed, e.g. "`<` → `<=`".
-    pub description: String,
-}
 
 /// Identifiers tried per use by the identifier swap (closest names first).
 const NAMES_PER_USE: usize = 2;

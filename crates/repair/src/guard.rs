@@ -2,8 +2,7 @@
 //! (`'NoneType' object has no attribute 'name'`), a guard before the
 //! statement that reads it returns early when its object is None.
 
-use crate::edits::Edit;
-use crate::operator::Operator;
+use crate::operator::{Edit, Operator};
 use tree_sitter::Node;
 
 /// The attribute names the failure says were read from None.

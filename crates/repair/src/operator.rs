@@ -94,6 +94,20 @@ pub fn token_swaps(token: &str) -> Option<(Operator, &'static [&'static str])> {
     })
 }
 
+/// One edit of the source made by an operator: replace `start..end` with
+/// `replacement`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub operator: Operator,
+    pub start: usize,
+    pub end: usize,
+    pub replacement: String,
+    /// 1-based line of the edit.
+    pub line: u32,
+    /// What changed, e.g. "`<` → `<=`".
+    pub description: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
