@@ -40,8 +40,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "agents", "config", "context", "journal", "oracle", "pool", "probe", "repair", "verify",
         ],
     ),
-    // The shared statements name the SQLite backend and the backend its statements.
-    ("crates/store/src", &["backend", "sqlite"]),
     (
         "services/investigator/src",
         &[

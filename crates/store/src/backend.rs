@@ -16,7 +16,8 @@ use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_domain::verdict::Verdict;
 use tracelab_domain::{Error, Result};
 
-/// The differences between the two databases that the shared code needs.
+/// The differences between the two databases that the shared code needs;
+/// each store's module implements it for its database.
 pub(crate) trait Backend: Database {
     /// A time as a column holds it.
     type Time: for<'q> Encode<'q, Self> + Type<Self> + for<'r> Decode<'r, Self> + Send + 'static;
@@ -32,42 +33,6 @@ pub(crate) trait Backend: Database {
     /// A driver error as a domain error (Unavailable for a server that is
     /// away, Conflict for a unique violation, …).
     fn error(e: sqlx::Error) -> Error;
-}
-
-impl Backend for sqlx::Postgres {
-    type Time = OffsetDateTime;
-    const LOCK_ROW: &'static str = " FOR UPDATE";
-    const REPORT_TEXT: &'static str = "report::text";
-    fn time(t: OffsetDateTime) -> OffsetDateTime {
-        t
-    }
-    fn read_time(stored: OffsetDateTime) -> Result<OffsetDateTime> {
-        Ok(stored)
-    }
-    fn rows_affected(result: &sqlx::postgres::PgQueryResult) -> u64 {
-        result.rows_affected()
-    }
-    fn error(e: sqlx::Error) -> Error {
-        crate::pg_error::db_error(e)
-    }
-}
-
-impl Backend for sqlx::Sqlite {
-    type Time = String;
-    const LOCK_ROW: &'static str = "";
-    const REPORT_TEXT: &'static str = "report_json";
-    fn time(t: OffsetDateTime) -> String {
-        crate::sqlite::rfc3339(t)
-    }
-    fn read_time(stored: String) -> Result<OffsetDateTime> {
-        crate::sqlite::parse_time(&stored)
-    }
-    fn rows_affected(result: &sqlx::sqlite::SqliteQueryResult) -> u64 {
-        result.rows_affected()
-    }
-    fn error(e: sqlx::Error) -> Error {
-        crate::sqlite::db_error(e)
-    }
 }
 
 /// The shared statements for one backend, e.g.

@@ -4,7 +4,7 @@
 //! TIMESTAMPTZ keeps microseconds: transition times read back truncated from
 //! nanoseconds (the report JSON keeps its own times exactly).
 
-use crate::backend::Shared;
+use crate::backend::{Backend, Shared};
 use crate::pg_error::db_error;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Transaction};
@@ -272,4 +272,23 @@ pub(crate) async fn insert_experiments(tx: &mut sqlx::PgConnection, h: &Hypothes
         .map_err(db_error)?;
     }
     Ok(())
+}
+
+/// PostgreSQL stores TIMESTAMPTZ and locks the rows a transaction changes.
+impl Backend for Postgres {
+    type Time = time::OffsetDateTime;
+    const LOCK_ROW: &'static str = " FOR UPDATE";
+    const REPORT_TEXT: &'static str = "report::text";
+    fn time(t: time::OffsetDateTime) -> time::OffsetDateTime {
+        t
+    }
+    fn read_time(stored: time::OffsetDateTime) -> Result<time::OffsetDateTime> {
+        Ok(stored)
+    }
+    fn rows_affected(result: &sqlx::postgres::PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
+    fn error(e: sqlx::Error) -> Error {
+        db_error(e)
+    }
 }

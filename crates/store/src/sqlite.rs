@@ -1,4 +1,4 @@
-use crate::backend::Shared;
+use crate::backend::{Backend, Shared};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{Sqlite, SqlitePool};
 use std::path::Path;
@@ -213,5 +213,24 @@ impl InvestigationStore for SqliteStore {
 
     async fn transitions(&self, id: &InvestigationId) -> Result<Vec<Transition>> {
         Shared::transitions(&self.pool, id).await
+    }
+}
+
+/// SQLite keeps times as RFC 3339 text and has no row locks.
+impl Backend for Sqlite {
+    type Time = String;
+    const LOCK_ROW: &'static str = "";
+    const REPORT_TEXT: &'static str = "report_json";
+    fn time(t: time::OffsetDateTime) -> String {
+        rfc3339(t)
+    }
+    fn read_time(stored: String) -> Result<time::OffsetDateTime> {
+        parse_time(&stored)
+    }
+    fn rows_affected(result: &sqlx::sqlite::SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
+    fn error(e: sqlx::Error) -> Error {
+        db_error(e)
     }
 }
