@@ -58,6 +58,10 @@ pub(crate) enum Shape {
     ClockTime,
     /// `[    7s] ` (Open Build Service), `[ 12.3s] `.
     Elapsed,
+    /// Go's standard logger, `2016/03/11 13:08:48 ` (`.123456` optional),
+    /// with HashiCorp go-plugin's level and plugin name after it when present
+    /// (`[DEBUG] terraform-provider-aws: `): a plugin's panic relayed by its host.
+    GoLog,
     /// A line-number gutter from a copy out of a viewer: `  12 | `, `12 │ `,
     /// `cat -n`'s `    12\t`, with numbers counting up. (`12: ` is not one:
     /// a Rust backtrace's frames look exactly like that.)
@@ -73,11 +77,12 @@ pub(crate) enum Shape {
 }
 
 impl Shape {
-    const ALL: [Shape; 7] = [
+    const ALL: [Shape; 8] = [
         Shape::IsoTimestamp,
         Shape::BracketedTimestamp,
         Shape::ClockTime,
         Shape::Elapsed,
+        Shape::GoLog,
         Shape::Gutter,
         Shape::Job,
         Shape::Quote,
@@ -90,6 +95,7 @@ impl Shape {
             Shape::BracketedTimestamp => "bracketed timestamps",
             Shape::ClockTime => "clock times",
             Shape::Elapsed => "elapsed-time stamps",
+            Shape::GoLog => "Go log timestamps",
             Shape::Gutter => "line-number gutters",
             Shape::Job => "job labels",
             Shape::Quote => "quote markers",
@@ -111,6 +117,7 @@ impl Shape {
                 .and_then(|n| separator(head, n))
                 .or_else(|| bracketed(head, clock)),
             Shape::Elapsed => bracketed(head, elapsed),
+            Shape::GoLog => go_log(head),
             Shape::Gutter => return gutter(head),
             Shape::Job => return job(line, head),
             Shape::Quote => match head {
@@ -236,6 +243,44 @@ fn elapsed(b: &[u8]) -> Option<usize> {
         i += 1 + run_of_digits(b, i + 1);
     }
     (b.get(i) == Some(&b's')).then_some(i + 1)
+}
+
+/// `YYYY/MM/DD HH:MM:SS[.f] `, then `[LEVEL] ` and a plugin's `name: ` when
+/// present (a name with `-`, `.` or `/` in it, so `panic: ` is never eaten).
+fn go_log(b: &[u8]) -> Option<usize> {
+    if !(digits(b, 0, 4)
+        && b.get(4) == Some(&b'/')
+        && digits(b, 5, 2)
+        && b.get(7) == Some(&b'/')
+        && digits(b, 8, 2)
+        && b.get(10) == Some(&b' '))
+    {
+        return None;
+    }
+    let n = 11 + clock(&b[11..])?;
+    let mut n = separator(b, n)?;
+    if b.get(n) == Some(&b'[') {
+        let level = b[n + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_uppercase())
+            .count();
+        if level > 0 && b.get(n + 1 + level) == Some(&b']') && b.get(n + 2 + level) == Some(&b' ') {
+            n += level + 3;
+            let name = b[n..]
+                .iter()
+                .take_while(|&&c| {
+                    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'/')
+                })
+                .count();
+            let plugin = b[n..n + name]
+                .iter()
+                .any(|c| matches!(c, b'-' | b'.' | b'/'));
+            if plugin && b.get(n + name) == Some(&b':') {
+                n = separator(b, n + name + 1).unwrap_or(n);
+            }
+        }
+    }
+    Some(n)
 }
 
 /// `[` inner `]` then the separator.
@@ -746,6 +791,12 @@ mod tests {
             ("[12:00:00.250] x", Shape::ClockTime),
             ("[    7s] x", Shape::Elapsed),
             ("[ 12.5s] x", Shape::Elapsed),
+            ("2016/03/11 13:08:48 x", Shape::GoLog),
+            ("2016/03/11 13:08:48.123456 x", Shape::GoLog),
+            (
+                "2016/03/11 13:08:48 [DEBUG] terraform-provider-digitalocean: x",
+                Shape::GoLog,
+            ),
             ("[job-1] x", Shape::Job),
             ("web_1     | x", Shape::Job),
         ];
@@ -763,6 +814,10 @@ mod tests {
             let m = Shape::Gutter.matches(line).unwrap();
             assert_eq!(&line[m.len..], want, "{line:?}");
         }
+        // A level without a plugin name keeps what follows it: `panic: ` stays.
+        let line = "2016/03/11 13:08:48 [DEBUG] panic: x";
+        let m = Shape::GoLog.matches(line).unwrap();
+        assert_eq!(&line[m.len..], "panic: x");
         for not_job in ["[INFO] x", "[ERROR] x", "[100%] x", "[12:00:00] x", "[] x"] {
             assert!(Shape::Job.matches(not_job).is_none(), "{not_job}");
         }

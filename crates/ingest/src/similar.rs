@@ -32,6 +32,7 @@ use crate::group::GroupKey;
 use crate::model::{Failure, Frame};
 use crate::signature::normalize_message;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
 /// Frames kept per profile, innermost first.
@@ -67,12 +68,29 @@ fn file_name(path: &str) -> &str {
 /// The file name a frame token uses: Node prints one core module as
 /// `node:path`, `path.js` or `internal/validators.js` depending on its
 /// version, so the `node:` scheme and a JavaScript extension are dropped.
-fn token_file(path: &str) -> &str {
-    let name = file_name(path.strip_prefix("node:").unwrap_or(path));
-    [".js", ".mjs", ".cjs"]
+///
+/// A file name that names nothing alone (`__init__.py`, `mod.rs`, `index.js`:
+/// every package has one) keeps its directory, `flask/__init__.py`.
+fn token_file(path: &str) -> Cow<'_, str> {
+    let path = path.strip_prefix("node:").unwrap_or(path);
+    let name = file_name(path);
+    let name = [".js", ".mjs", ".cjs"]
         .iter()
         .find_map(|ext| name.strip_suffix(ext).filter(|n| !n.is_empty()))
-        .unwrap_or(name)
+        .unwrap_or(name);
+    const GENERIC: [&str; 6] = [
+        "__init__.py",
+        "__main__.py",
+        "mod.rs",
+        "lib.rs",
+        "main.rs",
+        "index",
+    ];
+    let parent = path.rsplit(['/', '\\']).nth(1).filter(|d| !d.is_empty());
+    match parent {
+        Some(dir) if GENERIC.contains(&name) => Cow::Owned(format!("{dir}/{name}")),
+        _ => Cow::Borrowed(name),
+    }
 }
 
 /// The function part of a token (`file|function`), when it names one
@@ -91,9 +109,35 @@ fn token_function(key: &str) -> Option<&str> {
     (func.len() > 2 && !generic.contains(&func)).then_some(func)
 }
 
+/// The panic machinery every Go and Rust panic passes through
+/// (`runtime/debug.Stack`, `panic`, `core::panicking::panic_fmt`): it says
+/// how a program panicked, never where the bug is.
+fn panic_machinery(function: &str) -> bool {
+    function == "panic"
+        || function == "rust_begin_unwind"
+        || [
+            "runtime.",
+            "runtime/debug.",
+            "std::panicking::",
+            "core::panicking::",
+        ]
+        .iter()
+        .any(|p| function.starts_with(p))
+}
+
 fn token(f: &Frame) -> Option<FrameToken> {
     let file = f.file.as_deref().map(token_file).filter(|s| !s.is_empty());
-    let key = match (f.function.as_deref().filter(|s| !s.is_empty()), file) {
+    let file = file.as_deref();
+    // An unsymbolised frame (`<unknown>` in a Rust backtrace of a stripped
+    // binary) names nothing two traces could share.
+    let function = f
+        .function
+        .as_deref()
+        .filter(|s| !s.is_empty() && *s != "<unknown>");
+    if function.is_some_and(panic_machinery) {
+        return None;
+    }
+    let key = match (function, file) {
         (Some(func), Some(file)) => format!("{file}|{func}"),
         (Some(func), None) => format!("|{func}"),
         (None, Some(file)) => file.to_owned(),
@@ -118,18 +162,29 @@ impl StackProfile {
     /// when the backtrace does not already name that file.
     pub fn from_failure(f: &Failure) -> Self {
         let own: Vec<FrameToken> = f.frames.iter().rev().filter_map(token).collect();
+        let mut exception_type = f.exception_type.as_deref();
         let mut frames = if own.is_empty() {
+            // The cause whose frames stand in also names the type: a wrapper
+            // without frames says less about the bug than what it wraps.
             f.causes
                 .iter()
-                .map(|c| c.frames.iter().rev().filter_map(token).collect::<Vec<_>>())
-                .find(|v| !v.is_empty())
+                .map(|c| {
+                    let v: Vec<FrameToken> = c.frames.iter().rev().filter_map(token).collect();
+                    (c, v)
+                })
+                .find(|(_, v)| !v.is_empty())
+                .map(|(c, v)| {
+                    exception_type = c.exception_type.as_deref().or(exception_type);
+                    v
+                })
                 .unwrap_or_default()
         } else {
             own
         };
         if let Some(loc) = f.context.get("location") {
             let path = crate::group::split_location(loc).0;
-            let name = file_name(path);
+            let name = token_file(path);
+            let name = name.as_ref();
             if !name.is_empty() && !frames.iter().any(|t| t.key.starts_with(name)) {
                 let in_app = !path.starts_with("/rustc/") && !path.contains("/.cargo/");
                 frames.insert(
@@ -150,7 +205,7 @@ impl StackProfile {
             .collect();
         StackProfile {
             frames,
-            exception_type: f.exception_type.as_deref().map(short_type),
+            exception_type: exception_type.map(short_type),
             message_words,
         }
     }
@@ -348,7 +403,16 @@ pub fn similarity(
         0.0
     };
     let mw = cfg.message_weight.clamp(0.0, 1.0);
-    let mut score = (1.0 - mw) * frame_score + mw * message_score * frame_score.min(1.0).sqrt();
+    let mut score = if n == 1 && m == 1 {
+        // Two panics known only by where they happened (no backtrace): one
+        // file panics for many reasons, so the message must agree too.
+        frame_score * message_score
+    } else if a.message_words.is_empty() || b.message_words.is_empty() {
+        // A trace pasted without its message says nothing against one with.
+        frame_score
+    } else {
+        (1.0 - mw) * frame_score + mw * message_score * frame_score.min(1.0).sqrt()
+    };
     if !same_type {
         score *= cfg.type_mismatch.clamp(0.0, 1.0);
     }

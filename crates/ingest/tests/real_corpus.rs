@@ -8,17 +8,7 @@ mod support;
 use support::real_corpus;
 
 /// Real inputs no parser reads yet (docs/ingest.md, "Known gaps").
-const KNOWN_GAPS: &[&str] = &[
-    "rust/ra_9639.txt",                  // indented panic, location on the next line
-    "javascript/vendure_template_5.txt", // frames without their `Error:` line
-    "javascript/scratch_gui_9026.txt",   // `Error:` glued to a progress line
-    "kotlin/supabase_sample_5.txt",      // `error message: ` before the exception
-    "python/osintgram_566.txt",          // a frame with its source line unindented
-    "go/k9s_1654.txt",                   // goroutine dump behind a log prefix
-    "go/k9s_806.txt",                    // goroutine dump behind a log prefix
-    "javascript/vuegg_45.txt",           // `Module build failed: Error:` prefix
-    "javascript/react_cordova_29.txt",   // `Module build failed: Error:` prefix
-];
+const KNOWN_GAPS: &[&str] = &[];
 
 #[test]
 fn every_readable_trace_yields_a_failure_with_frames() {
@@ -68,16 +58,18 @@ fn similar_merging_finds_more_duplicates_than_the_exact_key() {
     let c = real_corpus::load();
     let r = real_corpus::report(&c);
     assert!(
-        r.similar.overall.recall() >= 0.75
-            && r.similar.overall.recall() > r.exact.overall.recall() + 0.25,
+        r.similar.overall.recall() >= 0.85
+            && r.similar.overall.recall() > r.exact.overall.recall() + 0.3,
         "recall: similar {} exact {}",
         r.similar.overall.recall(),
         r.exact.overall.recall()
     );
+    // The merge's own decisions (pairs with different exact keys): pairs the
+    // exact key files together are merged whatever the threshold.
     assert!(
-        r.similar.overall.precision() >= 0.93,
+        r.merge_only.overall.precision() >= 0.88,
         "{}",
-        r.similar.overall.precision()
+        r.merge_only.overall.precision()
     );
     assert!(
         r.similar.near_kept * 100 >= r.similar.near_total * 80,
@@ -96,6 +88,7 @@ fn print_report() {
         ("exact", &r.exact),
         ("naive", &r.naive),
         ("similar", &r.similar),
+        ("merge-only", &r.merge_only),
         ("index", &r.index),
     ] {
         println!(
@@ -136,11 +129,13 @@ fn print_mistakes() {
     for i in 0..n {
         for j in i + 1..n {
             let same = c.items[i].group == c.items[j].group;
-            let predicted = real_corpus::same_exact(&c, i, j) || p.score[i * n + j] >= t;
+            let exact = real_corpus::same_exact(&c, i, j);
+            let predicted = exact || p.score[i * n + j] >= t;
             if same != predicted {
                 println!(
-                    "{} {:.2} {} | {}\n    {}\n    {}",
+                    "{}{} {:.2} {} | {}\n    {}\n    {}",
                     if same { "MISS" } else { "FALSE" },
+                    if exact { " (exact key)" } else { "" },
                     p.score[i * n + j],
                     c.items[i].file,
                     c.items[j].file,

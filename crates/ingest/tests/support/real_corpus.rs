@@ -186,7 +186,10 @@ pub fn same_exact(c: &Corpus, i: usize, j: usize) -> bool {
 }
 
 /// The threshold for predicting pairs of `held_out`, chosen on the pairs
-/// of the other folds: the highest recall with precision ≥ 0.95, else the best F1.
+/// of the other folds: the highest recall with precision ≥ 0.95, else the
+/// best F1. Only the pairs the merge decides count (their exact keys
+/// differ): a pair with one exact key is filed together whatever the
+/// threshold, so its mistakes are the key's and cannot steer the choice.
 pub fn choose_threshold(c: &Corpus, p: &Pairs, held_out: Option<u64>) -> f64 {
     let n = p.n;
     let mut best: Option<(bool, f64, f64)> = None; // (meets precision, recall or F1, threshold)
@@ -196,10 +199,10 @@ pub fn choose_threshold(c: &Corpus, p: &Pairs, held_out: Option<u64>) -> f64 {
         for i in 0..n {
             for j in i + 1..n {
                 let (gi, gj) = (&c.items[i].group, &c.items[j].group);
-                if held_out.is_some_and(|f| fold(gi) == f || fold(gj) == f) {
+                if held_out.is_some_and(|f| fold(gi) == f || fold(gj) == f) || same_exact(c, i, j) {
                     continue;
                 }
-                let predicted = same_exact(c, i, j) || p.score[i * n + j] >= t;
+                let predicted = p.score[i * n + j] >= t;
                 counts.add(gi == gj, predicted);
             }
         }
@@ -226,6 +229,15 @@ pub struct Evaluation {
 }
 
 pub fn evaluate(c: &Corpus, predict: &dyn Fn(usize, usize) -> bool) -> Evaluation {
+    evaluate_where(c, &|_, _| true, predict)
+}
+
+/// [`evaluate`] over the pairs `keep` accepts.
+pub fn evaluate_where(
+    c: &Corpus,
+    keep: &dyn Fn(usize, usize) -> bool,
+    predict: &dyn Fn(usize, usize) -> bool,
+) -> Evaluation {
     let n = c.items.len();
     let near: HashMap<(&str, &str), ()> = c
         .near_misses
@@ -245,6 +257,9 @@ pub fn evaluate(c: &Corpus, predict: &dyn Fn(usize, usize) -> bool) -> Evaluatio
     };
     for i in 0..n {
         for j in i + 1..n {
+            if !keep(i, j) {
+                continue;
+            }
             let (a, b) = (&c.items[i], &c.items[j]);
             let same = a.group == b.group;
             let predicted = predict(i, j);
@@ -273,6 +288,8 @@ pub struct Report {
     pub exact: Evaluation,
     pub naive: Evaluation,
     pub similar: Evaluation,
+    /// The merge's own decisions: the pairs whose exact keys differ.
+    pub merge_only: Evaluation,
     pub fold_thresholds: Vec<f64>,
     pub full_threshold: f64,
     /// The incremental index (corpus order, the shipped threshold): pairwise on its groups.
@@ -297,6 +314,9 @@ pub fn report(c: &Corpus) -> Report {
         let t = fold_thresholds[fold(&c.items[i].group) as usize];
         same_exact(c, i, j) || p.score[i * n + j] >= t
     });
+    let merge_only = evaluate_where(c, &|i, j| !same_exact(c, i, j), &|i, j| {
+        p.score[i * n + j] >= fold_thresholds[fold(&c.items[i].group) as usize]
+    });
     let full_threshold = choose_threshold(c, &p, None);
     let mut index = GroupIndex::new(cfg);
     let mut group_of = vec![String::new(); n];
@@ -312,6 +332,7 @@ pub fn report(c: &Corpus) -> Report {
         exact: exact_eval,
         naive: naive_eval,
         similar: similar_eval,
+        merge_only,
         fold_thresholds,
         full_threshold,
         index: index_eval,

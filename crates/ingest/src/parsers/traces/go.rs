@@ -263,3 +263,33 @@ fn go_goroutines(mut f: Failure, lines: &[&str], at: usize) -> (Failure, usize) 
     }
     (f, next)
 }
+
+/// A goroutine dump whose first line carries a logger's prefix (zerolog's
+/// `10:54AM ERR goroutine 1 [running]:`), the frames after it unprefixed.
+/// The previous line with the same prefix may hold the panic's value.
+pub(super) fn go_prefixed(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let line = lines[start];
+    let at = line.find("goroutine ").filter(|&p| p > 0)?;
+    let c = GO_GOROUTINE.captures(&line[at..])?;
+    let (frames, _) = go_frames(lines, start + 1);
+    if frames.is_empty() {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Go);
+    f.exception_type = Some("panic".into());
+    let value = start
+        .checked_sub(1)
+        .and_then(|p| lines[p].strip_prefix(&line[..at]));
+    match value.and_then(|v| v.split_once("runtime error: ")) {
+        Some((_, m)) => {
+            f.exception_type = Some("runtime error".into());
+            f.message = m.trim().to_owned();
+        }
+        None => {
+            f.context.insert("header".into(), "missing".into());
+        }
+    }
+    let (mut f, next) = go_goroutines(f, lines, start);
+    f.context.insert("goroutine_state".into(), c[1].to_owned());
+    Some((f, next))
+}

@@ -57,6 +57,13 @@ pub(super) fn java_frame(line: &str) -> Option<Frame> {
 }
 
 fn java_header(line: &str) -> Option<(String, String)> {
+    // Groovy's internal error prints no class name: `BUG! exception in phase …`
+    // (Gradle's build-script compiler on a JDK newer than it reads).
+    let t = line.trim_start();
+    let t = t.strip_prefix("Caused by:").map_or(t, str::trim_start);
+    if let Some(msg) = t.strip_prefix("BUG! ") {
+        return Some(("GroovyBugError".into(), msg.trim_end().to_owned()));
+    }
     let c = JAVA_HEADER.captures(line)?;
     let ty = c[1].to_owned();
     // A dotted name whose last part is not capitalised is a path or a call, not a class.
@@ -75,7 +82,27 @@ fn java_header(line: &str) -> Option<(String, String)> {
 }
 
 pub(super) fn java(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
-    let (ty, msg) = java_header(lines[start])?;
+    java_from(lines, start, lines[start])
+}
+
+/// A qualified exception class after a lead-in on its line (`error message:
+/// java.lang.IllegalAccessError: …`, a logger's own prefix).
+static JAVA_EMBEDDED_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[\s:])((?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable))(?::|$)")
+        .unwrap()
+});
+
+pub(super) fn java_embedded(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let c = JAVA_EMBEDDED_HEADER.captures(lines[start])?;
+    let at = c.get(1)?.start();
+    if at == 0 {
+        return None;
+    }
+    java_from(lines, start, &lines[start][at..])
+}
+
+fn java_from(lines: &[&str], start: usize, header: &str) -> Option<(Failure, usize)> {
+    let (ty, msg) = java_header(header)?;
     let mut i = start + 1;
     let mut message = msg;
     // Message lines up to the first frame.

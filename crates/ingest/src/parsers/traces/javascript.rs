@@ -55,26 +55,84 @@ fn split_js_location(loc: &str) -> (Option<&str>, Option<u32>) {
     }
 }
 
+/// A header type that names an error (not any capitalised word before a colon).
+fn error_type(ty: &str) -> bool {
+    ty.ends_with("Error") || ty.ends_with("Exception") || ty.contains("Rejection")
+}
+
 pub(super) fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
-    let c = JS_HEADER.captures(lines[start])?;
-    let ty = c[1].to_owned();
-    if !(ty.ends_with("Error")
-        || ty.ends_with("Exception")
-        || ty == "Error"
-        || ty.contains("Rejection")
-        || c.get(2).is_some())
-    {
+    javascript_from(lines, start, lines[start])
+}
+
+/// An error header written after other output on its line: a progress line
+/// the error was glued to (`10% building …index.jsError: …`) or a tool's
+/// lead-in (`Module build failed: Error: …`). Read from the header on.
+static JS_EMBEDDED_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[[A-Z0-9_]+\])?: ").unwrap()
+});
+
+pub(super) fn javascript_embedded(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let m = JS_EMBEDDED_HEADER.find(lines[start])?;
+    if m.start() == 0 {
+        return None;
+    }
+    javascript_from(lines, start, &lines[start][m.start()..])
+}
+
+/// Frames pasted without their error line (`    at new Hash (node:…)` first):
+/// a failure of unknown type when three frames or more start the run.
+pub(super) fn javascript_headerless(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    if start > 0 && js_frame(lines[start - 1]).is_some() {
+        return None;
+    }
+    let mut frames = Vec::new();
+    let mut i = start;
+    while i < lines.len() {
+        match js_frame(lines[i]) {
+            Some(fr) => frames.push(fr),
+            None => break,
+        }
+        i += 1;
+    }
+    if frames.len() < 3 {
+        return None;
+    }
+    let mut f = Failure::new(FailureKind::Exception, Language::Javascript);
+    f.context.insert("header".into(), "missing".into());
+    frames.reverse();
+    f.frames = frames;
+    Some((f, i))
+}
+
+fn javascript_from(lines: &[&str], start: usize, header: &str) -> Option<(Failure, usize)> {
+    let c = JS_HEADER.captures(header)?;
+    let mut ty = c[1].to_owned();
+    if !error_type(&ty) && c.get(2).is_none() {
         return None;
     }
     let mut message = c.get(3).map_or(String::new(), |m| m.as_str().to_owned());
+    let mut wrapper = None;
     let mut i = start + 1;
     let mut extra = 0;
     while i < lines.len() && js_frame(lines[i]).is_none() {
         if extra >= MAX_MESSAGE_LINES || java_frame(lines[i]).is_some() {
             return None;
         }
-        message.push('\n');
-        message.push_str(lines[i]);
+        // A wrapper's message that is itself an error header (webpack's
+        // `ModuleBuildError: Module build failed (from x):` / `TypeError: …`):
+        // the frames that follow are the inner error's.
+        if let Some(inner) = JS_HEADER.captures(lines[i])
+            && error_type(&inner[1])
+            && inner.get(2).is_none()
+        {
+            wrapper = Some(std::mem::replace(&mut ty, inner[1].to_owned()));
+            message = inner
+                .get(3)
+                .map_or(String::new(), |m| m.as_str().to_owned());
+        } else {
+            message.push('\n');
+            message.push_str(lines[i]);
+        }
         i += 1;
         extra += 1;
     }
@@ -95,8 +153,11 @@ pub(super) fn javascript(lines: &[&str], start: usize) -> Option<(Failure, usize
     let mut f = Failure::new(FailureKind::Exception, Language::Javascript);
     f.exception_type = Some(ty);
     f.message = message.trim_end().to_owned();
-    if let Some(code) = c.get(2) {
+    if let Some(code) = c.get(2).filter(|_| wrapper.is_none()) {
         f.context.insert("code".into(), code.as_str().to_owned());
+    }
+    if let Some(outer) = wrapper {
+        f.context.insert("wrapped_by".into(), outer);
     }
     frames.reverse();
     f.frames = frames;

@@ -14,11 +14,13 @@ mod python;
 mod rust;
 
 use crate::model::{Failure, Frame};
-use go::{GO_GOROUTINE, GO_SIGNAL, go_headerless, go_panic, go_race};
-use java::java;
-use javascript::{gecko_frame, javascript, javascript_gecko};
-use python::{python, python_headerless, python_syntax_error};
-use rust::{rust_error, rust_panic};
+use go::{GO_GOROUTINE, GO_SIGNAL, go_headerless, go_panic, go_prefixed, go_race};
+use java::{java, java_embedded};
+use javascript::{
+    gecko_frame, javascript, javascript_embedded, javascript_gecko, javascript_headerless,
+};
+use python::{python, python_headerless, python_pytest_short, python_syntax_error};
+use rust::{rust_error, rust_panic, rust_thread_report};
 
 pub(crate) use go::go_frames;
 pub(crate) use javascript::js_frame;
@@ -64,8 +66,17 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     {
         return Some(r);
     }
+    if line.contains(".py:")
+        && line.contains(": in ")
+        && let Some(r) = python_pytest_short(lines, i)
+    {
+        return Some(r);
+    }
     if line.starts_with("thread '") || line.starts_with("thread '<unnamed>'") {
         return rust_panic(lines, i);
+    }
+    if line.trim_start().starts_with("× Thread '") {
+        return rust_thread_report(lines, i);
     }
     if line.starts_with("panic: ") || line.starts_with("fatal error: ") || GO_SIGNAL.is_match(line)
     {
@@ -73,6 +84,11 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
     }
     if line.starts_with("goroutine ") && GO_GOROUTINE.is_match(line) {
         return go_headerless(lines, i);
+    }
+    if line.contains(" goroutine ")
+        && let Some(r) = go_prefixed(lines, i)
+    {
+        return Some(r);
     }
     if line.trim_end() == "WARNING: DATA RACE" {
         return go_race(lines, i);
@@ -94,6 +110,14 @@ pub(crate) fn try_at(lines: &[&str], i: usize) -> Option<(Failure, usize)> {
         if let Some(r) = javascript(lines, i) {
             return Some(r);
         }
+        if let Some(r) = java_embedded(lines, i).or_else(|| javascript_embedded(lines, i)) {
+            return Some(r);
+        }
+    }
+    if line.trim_start().starts_with("at ")
+        && let Some(r) = javascript_headerless(lines, i)
+    {
+        return Some(r);
     }
     // Firefox and Safari print `fn@url:line:col` frames, no `at`.
     if lines

@@ -4,6 +4,7 @@
 
 use super::{MAX_MESSAGE_LINES, frame};
 use crate::model::{Cause, Failure, FailureKind, Frame, Language};
+use crate::parsers::python_runners::pytest_repr;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -130,6 +131,8 @@ fn python_traceback(lines: &[&str], start: usize, prefix: &str) -> (Exc, usize) 
         } else if l.starts_with(' ') || l.starts_with('\t') {
             // Source line, caret line, `[Previous line repeated N more times]`.
             i += 1;
+        } else if unindented_source(lines, i, prefix) {
+            i += 1;
         } else {
             break;
         }
@@ -230,6 +233,33 @@ fn python_group(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
     Some((f, i))
 }
 
+/// A frame's source line that lost its indentation (pasted from a page that
+/// trims lines): right after a frame, not an exception line itself, and
+/// followed by another frame or by the exception line.
+fn unindented_source(lines: &[&str], i: usize, prefix: &str) -> bool {
+    let l = strip(lines[i], prefix);
+    i > 0
+        && !l.trim().is_empty()
+        && PY_FRAME.is_match(strip(lines[i - 1], prefix))
+        && !PY_EXC.is_match(l)
+        && lines.get(i + 1).is_some_and(|n| {
+            let n = strip(n, prefix);
+            PY_FRAME.is_match(n) || PY_EXC.is_match(n)
+        })
+}
+
+/// Streamlit prints the exception first, then `Traceback:` and frames that
+/// start at the margin: `RegexMatchError: …` / `Traceback:` / `File "…"`.
+fn streamlit_exception(lines: &[&str], start: usize) -> Option<(String, String)> {
+    if start < 2 || lines[start - 1].trim_end() != "Traceback:" {
+        return None;
+    }
+    let c = PY_EXC.captures(lines[start - 2].trim_end())?;
+    let ty = c[1].to_owned();
+    let msg = c.get(2).map_or(String::new(), |m| m.as_str().to_owned());
+    Some((ty, msg))
+}
+
 /// A traceback pasted without its `Traceback (most recent call last):` line
 /// (people copy from the first frame they think matters). Read like a
 /// traceback when the frames end in an exception line; the indentation of
@@ -249,7 +279,13 @@ pub(super) fn python_headerless(lines: &[&str], start: usize) -> Option<(Failure
     let mut shifted: Vec<&str> = Vec::with_capacity(lines.len() - start + 1);
     shifted.push("Traceback (most recent call last):");
     shifted.extend_from_slice(&lines[start..]);
-    let (exc, next) = python_traceback(&shifted, 0, &prefix);
+    let (mut exc, next) = python_traceback(&shifted, 0, &prefix);
+    if exc.exception_type.is_none()
+        && let Some((ty, msg)) = streamlit_exception(lines, start)
+    {
+        exc.exception_type = Some(ty);
+        exc.message = msg;
+    }
     let ty = exc.exception_type?;
     if exc.frames.is_empty() {
         return None;
@@ -287,3 +323,35 @@ pub(super) fn python_syntax_error(lines: &[&str], start: usize) -> Option<(Failu
 static LOG_RECORD_START: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b|##\[)").unwrap()
 });
+
+static PYTEST_SHORT_ENTRY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\S[^:]*?\.py:\d+: in \S+$").unwrap());
+
+/// A pytest short traceback outside a pytest session (pasted from a CI run,
+/// a collection error): `path.py:12: in <module>`, the source line indented,
+/// `E   Type: message` at the end. Read by pytest's own representation parser.
+pub(super) fn python_pytest_short(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    if !PYTEST_SHORT_ENTRY.is_match(lines[start]) {
+        return None;
+    }
+    let mut i = start;
+    let mut saw_e = false;
+    while i < lines.len() && i < start + 400 {
+        let l = lines[i];
+        let is_e = l.starts_with("E ") || l == "E";
+        if saw_e && !is_e {
+            break;
+        }
+        if !(is_e || PYTEST_SHORT_ENTRY.is_match(l) || l.starts_with(' ')) {
+            break;
+        }
+        saw_e |= is_e;
+        i += 1;
+    }
+    if !saw_e {
+        return None;
+    }
+    let f = pytest_repr(&lines[start..i].join("\n"))?;
+    f.exception_type.as_ref()?;
+    Some((f, i))
+}

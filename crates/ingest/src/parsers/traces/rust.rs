@@ -13,6 +13,13 @@ static RUST_PANIC_OLD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)', (.+?):(\d+)(?::(\d+))?$")
         .unwrap()
 });
+/// An old-format header whose location went to the next line (a pasted
+/// panic wrapped by the reporter): `panicked at 'msg', ` then `path:line:col`.
+static RUST_PANIC_OLD_SPLIT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^thread '([^']*)' (?:\(\d+\) )?panicked at '(.*)',\s*$").unwrap()
+});
+static RUST_LOCATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*(\S+?):(\d+)(?::(\d+))?\s*$").unwrap());
 static RUST_BT_FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*\d+:\s+(?:0x[0-9a-f]+ - )?(.+?)\s*$").unwrap());
 static RUST_BT_AT: LazyLock<Regex> =
@@ -76,6 +83,18 @@ pub(super) fn rust_panic(lines: &[&str], start: usize) -> Option<(Failure, usize
         f.context.insert("location".into(), location_text);
         location = frame(Some(&c[3]), None, c[4].parse().ok());
         f.message = c[2].to_owned();
+    } else if let Some(c) = RUST_PANIC_OLD_SPLIT.captures(head)
+        && let Some(l) = lines.get(i).and_then(|l| RUST_LOCATION.captures(l))
+    {
+        f.context.insert("thread".into(), c[1].to_owned());
+        let location_text = match l.get(3) {
+            Some(col) => format!("{}:{}:{}", &l[1], &l[2], col.as_str()),
+            None => format!("{}:{}", &l[1], &l[2]),
+        };
+        f.context.insert("location".into(), location_text);
+        location = frame(Some(&l[1]), None, l[2].parse().ok());
+        f.message = c[2].to_owned();
+        i += 1;
     } else {
         return None;
     }
@@ -155,5 +174,38 @@ pub(super) fn rust_error(lines: &[&str], start: usize) -> Option<(Failure, usize
         f.frames = frames;
         i = next;
     }
+    Some((f, i))
+}
+
+/// Zellij's report of a panicked thread (a miette diagnostic):
+/// `× Thread 'screen' panicked.`, the originating threads, `├─▶ At path:line:col`
+/// and `╰─▶ message`. Read as a panic without a backtrace.
+pub(super) fn rust_thread_report(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
+    let thread = lines[start]
+        .trim()
+        .strip_prefix("× Thread '")?
+        .strip_suffix("' panicked.")?;
+    let mut f = Failure::new(FailureKind::Exception, Language::Rust);
+    f.exception_type = Some("panic".into());
+    f.context.insert("thread".into(), thread.to_owned());
+    let mut i = start + 1;
+    let mut location = None;
+    while i < lines.len() && i <= start + MAX_MESSAGE_LINES {
+        let l = lines[i].trim();
+        if let Some(at) = l.strip_prefix("├─▶ At ")
+            && let Some(c) = RUST_LOCATION.captures(at)
+        {
+            f.context.insert("location".into(), at.trim().to_owned());
+            location = Some(frame(Some(&c[1]), None, c[2].parse().ok()));
+        } else if let Some(msg) = l.strip_prefix("╰─▶ ") {
+            f.message = msg.to_owned();
+            i += 1;
+            break;
+        } else if !(l.starts_with('│') || l.starts_with("├─▶")) {
+            return None;
+        }
+        i += 1;
+    }
+    f.frames.push(location?);
     Some((f, i))
 }
