@@ -106,11 +106,14 @@ pub enum Placement {
     Moved,
 }
 
-/// `change` applied to `text`. `Err` names the hunk that does not fit.
-pub fn apply(text: &str, change: &FileChange) -> Result<(String, Placement), String> {
+/// `change` applied to `text`: the new text, how it was placed, and the
+/// hunks (1-based) that were there already. `Err` names the hunk that does
+/// not fit.
+pub fn apply(text: &str, change: &FileChange) -> Result<Applied, String> {
     let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
     let mut shift: i64 = 0;
     let mut placement = Placement::Exact;
+    let mut already = Vec::new();
     // Lines already written by an earlier hunk are not searched again.
     let mut floor = 0usize;
     for (n, hunk) in change.patch.hunks.iter().enumerate() {
@@ -119,13 +122,27 @@ pub fn apply(text: &str, change: &FileChange) -> Result<(String, Placement), Str
         let at = if fits(&lines, expected, &h.old) {
             expected
         } else {
-            let found: Vec<usize> = (floor..=lines.len().saturating_sub(h.old.len()))
-                .filter(|&i| fits(&lines, i, &h.old))
-                .collect();
+            let found = places(&lines, floor, &h.old);
             match found.as_slice() {
                 [one] if !h.old.is_empty() => {
                     placement = Placement::Moved;
                     *one
+                }
+                [] if h.new != h.old => {
+                    // Its result is in the file, once: this part of the
+                    // repair was made already (a record may hold a hunk of
+                    // another repair the code has since received).
+                    let [done] = places(&lines, floor, &h.new)[..] else {
+                        return Err(format!(
+                            "hunk {} of {} does not fit: its old lines are not in the file",
+                            n + 1,
+                            change.path
+                        ));
+                    };
+                    already.push(n + 1);
+                    shift += h.new.len() as i64 - h.old.len() as i64;
+                    floor = done + h.new.len();
+                    continue;
                 }
                 [] | [_] => {
                     return Err(format!(
@@ -150,7 +167,30 @@ pub fn apply(text: &str, change: &FileChange) -> Result<(String, Placement), Str
         shift += added as i64 - removed as i64;
         floor = at + added;
     }
-    Ok((lines.concat(), placement))
+    Ok(Applied {
+        text: lines.concat(),
+        placement,
+        already,
+    })
+}
+
+/// The result of [`apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub text: String,
+    pub placement: Placement,
+    /// Hunks (1-based) whose result the file had already; skipped.
+    pub already: Vec<usize>,
+}
+
+/// Where `wanted` stands in `lines`, from `floor` on.
+fn places(lines: &[String], floor: usize, wanted: &[String]) -> Vec<usize> {
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    (floor..=lines.len().saturating_sub(wanted.len()))
+        .filter(|&i| fits(lines, i, wanted))
+        .collect()
 }
 
 fn fits(lines: &[String], at: usize, old: &[String]) -> bool {
@@ -168,7 +208,11 @@ mod tests {
     #[test]
     fn applies_at_the_recorded_lines() {
         let f = &files(PATCH).unwrap()[0];
-        let (out, placement) = apply(BASE, f).unwrap();
+        let Applied {
+            text: out,
+            placement,
+            ..
+        } = apply(BASE, f).unwrap();
         assert_eq!(placement, Placement::Exact);
         assert!(out.contains("end = start + size\n"));
         assert!(!out.contains("end = size\n"));
@@ -178,7 +222,11 @@ mod tests {
     fn moved_code_keeps_its_repair() {
         let f = &files(PATCH).unwrap()[0];
         let moved = format!("import os\n\n\ndef other():\n    pass\n\n{BASE}");
-        let (out, placement) = apply(&moved, f).unwrap();
+        let Applied {
+            text: out,
+            placement,
+            ..
+        } = apply(&moved, f).unwrap();
         assert_eq!(placement, Placement::Moved);
         assert!(out.starts_with("import os\n"));
         assert!(out.contains("    end = start + size\n    return"));
@@ -195,11 +243,31 @@ mod tests {
     }
 
     #[test]
+    fn a_hunk_whose_result_is_there_already_is_skipped() {
+        let two = "diff --git a/app.py b/app.py\nindex 1..2 100644\n--- a/app.py\n+++ b/app.py\n@@ -2,3 +2,3 @@ def window(items, start, size):\n     # the slice\n-    end = size\n+    end = start + size\n     return items[start:end]\n@@ -6,2 +6,5 @@ def total(xs):\n     return sum(xs)\n+\n+def mean(xs):\n+    return total(xs) / len(xs)\n";
+        let f = &files(two).unwrap()[0];
+        let base = format!("{BASE}\ndef total(xs):\n    return sum(xs)\n");
+        // The first hunk's repair was made since; the second is still missing.
+        let current = base.replace("end = size", "end = start + size");
+        let applied = apply(&current, f).unwrap();
+        assert_eq!(applied.already, vec![1]);
+        assert!(
+            applied
+                .text
+                .ends_with("def mean(xs):\n    return total(xs) / len(xs)\n")
+        );
+        assert_eq!(applied.text.matches("end = start + size").count(), 1);
+        // Neither the old lines nor the result: still refused.
+        let other = base.replace("end = size", "end = len(items)");
+        assert!(apply(&other, f).unwrap_err().contains("hunk 1"));
+    }
+
+    #[test]
     fn creation_and_binary_are_recognised() {
         let created = "diff --git a/new.py b/new.py\nnew file mode 100644\nindex 0..1\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n";
         let f = &files(created).unwrap()[0];
         assert!(f.created);
-        assert_eq!(apply("", f).unwrap().0, "x = 1\ny = 2\n");
+        assert_eq!(apply("", f).unwrap().text, "x = 1\ny = 2\n");
         let binary = "diff --git a/logo.png b/logo.png\nindex 1..2 100644\nBinary files a/logo.png and b/logo.png differ\n";
         assert!(files(binary).unwrap_err().contains("binary"));
     }

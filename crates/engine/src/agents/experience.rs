@@ -299,13 +299,13 @@ async fn merged(
     bad: &str,
     base_rev: Option<&str>,
     change: &FileChange,
-) -> Result<std::result::Result<(String, &'static str), String>> {
+) -> Result<std::result::Result<(String, String), String>> {
     if change.deleted {
         return Ok(Err(format!("the repair deletes {}", change.path)));
     }
     let ours = git.show_file(bad, &change.path).await?;
     let result = match (ours, change.created) {
-        (None, true) => apply::apply("", change).map(|(c, _)| (c, "created")),
+        (None, true) => apply::apply("", change).map(|a| (a.text, "created".to_string())),
         (Some(_), true) => Err(format!("{} exists already", change.path)),
         (None, false) => Err(format!("{} no longer exists", change.path)),
         (Some(ours), false) => {
@@ -315,19 +315,25 @@ async fn merged(
             };
             let three_way = match &base {
                 Some(base) => match apply::apply(base, change) {
-                    Ok((theirs, _)) if *base == ours => Some((theirs, "exact")),
-                    Ok((theirs, _)) => merge_file(&ours, base, &theirs)
+                    Ok(theirs) if *base == ours => Some((theirs.text, "exact".to_string())),
+                    Ok(theirs) => merge_file(&ours, base, &theirs.text)
                         .await?
-                        .map(|m| (m, "three-way")),
+                        .map(|m| (m, "three-way".to_string())),
                     Err(_) => None,
                 },
                 None => None,
             };
             match three_way {
                 Some(done) => Ok(done),
-                None => apply::apply(&ours, change).map(|(c, placement)| match placement {
-                    Placement::Exact => (c, "at its lines"),
-                    Placement::Moved => (c, "moved"),
+                None => apply::apply(&ours, change).map(|a| {
+                    let how = match a.placement {
+                        Placement::Exact => "at its lines",
+                        Placement::Moved => "moved",
+                    };
+                    match a.already.as_slice() {
+                        [] => (a.text, how.to_string()),
+                        done => (a.text, format!("{how}, hunk(s) {done:?} there already")),
+                    }
                 }),
             }
             .and_then(|(content, how)| {
