@@ -198,6 +198,14 @@ pub struct RunOptions {
     /// Re-runs used to classify a flaky test (default 50, at most 100).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_runs: u32,
+    /// Once the culprit search names a culprit, the re-runs at the bad
+    /// revision stop after N failures in a row, and the culprit's fix must
+    /// pass enough clean runs to confirm the failure is deterministic
+    /// (4 failures, 3 passes). 0 always runs the sequential test to its own
+    /// decision (17 failures in a row). Without a verified fix the re-runs
+    /// are finished anyway.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub confirm_by_fix_after: u32,
     /// Probes run each revision's own tests, instead of the bad revision's
     /// failing test files laid over each probe's source (the default).
     #[arg(long)]

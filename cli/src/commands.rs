@@ -109,6 +109,7 @@ fn engine_config(run: &RunOptions) -> anyhow::Result<EngineConfig> {
     config.command_timeout = Duration::from_secs(run.timeout);
     config.sequential.max_runs = run.max_runs;
     config.tests_at_revision = run.tests_at_revision;
+    config.confirm_by_fix_after = run.confirm_by_fix_after;
     config.max_hypotheses = run.max_hypotheses;
     config.max_patch_attempts = run.max_patch_attempts;
     config.repair = match run.repair {

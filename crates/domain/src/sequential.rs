@@ -226,6 +226,32 @@ pub fn passes_to_trust(failure_rate: f64, miss: f64, cap: u32) -> u32 {
     (r as u32).clamp(1, cap)
 }
 
+/// The most likely a flaky failure that a fix does not change produces
+/// `failures` failures in a row before the fix and `passes` passes after it:
+/// `max p^f (1-p)^n` over flaky rates `p <= flaky_max` (the rates the
+/// sequential test calls flaky). A small value means the runs together rule
+/// out "the test is flaky and the fix did nothing".
+pub fn flaky_unfixed_likelihood(failures: u32, passes: u32, flaky_max: f64) -> f64 {
+    let (f, n) = (f64::from(failures), f64::from(passes));
+    let p = if failures + passes == 0 {
+        flaky_max
+    } else {
+        (f / (f + n)).min(flaky_max)
+    };
+    p.powf(f) * (1.0 - p).powf(n)
+}
+
+/// Passes after a fix that, with `failures` failures in a row before it,
+/// bring [`flaky_unfixed_likelihood`] down to the sequential test's `alpha`;
+/// `None` when more than `cap` would be needed. This is what lets the
+/// re-runs at the bad revision stop after a few failures once a culprit is
+/// known: the fix's verification supplies the rest of the evidence (4
+/// failures and 3 passes: at most 0.0084, against 17 failures alone at
+/// `alpha = 0.01`).
+pub fn passes_to_confirm(failures: u32, config: &SequentialConfig, cap: u32) -> Option<u32> {
+    (1..=cap).find(|&n| flaky_unfixed_likelihood(failures, n, config.flaky_max) <= config.alpha)
+}
+
 /// Re-runs a test of mean duration `mean_ms` gets when `slots` run at once
 /// and the re-runs may take `budget_ms` of wall time: at least `floor`, at
 /// most `cap`. In the spirit of Datadog's early flake detection (10 retries
@@ -379,6 +405,24 @@ mod tests {
         let d = c.decision().unwrap();
         assert_eq!(d.behaviour, Behaviour::Deterministic);
         assert!(!d.confident, "a decision at a lowered cap is not confident");
+    }
+
+    #[test]
+    fn a_fix_that_passes_confirms_a_few_failures() {
+        let config = SequentialConfig::default();
+        // 4 failures in a row and 3 passes after the fix: at most 0.0084
+        // under "flaky (p = 4/7) and the fix did nothing".
+        assert_eq!(passes_to_confirm(4, &config, 10), Some(3));
+        let bound = flaky_unfixed_likelihood(4, 3, config.flaky_max);
+        assert!((bound - 0.00839).abs() < 1e-4, "{bound}");
+        assert_eq!(passes_to_confirm(3, &config, 10), Some(4));
+        // One failure proves little: too many passes would be needed.
+        assert_eq!(passes_to_confirm(1, &config, 10), None);
+        // The rate is capped at flaky_max: many failures and no pass are
+        // judged at p = 0.75, not at the unconstrained maximum near 1.
+        let capped = flaky_unfixed_likelihood(17, 0, config.flaky_max);
+        assert!((capped - 0.75f64.powi(17)).abs() < 1e-12);
+        assert!(flaky_unfixed_likelihood(4, 2, config.flaky_max) > config.alpha);
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub struct EngineConfig {
     /// Bytes of output stored per experiment.
     pub stored_output_limit: usize,
     pub sequential: SequentialConfig,
+    /// Failures in a row after which the re-runs at the bad revision stop
+    /// once the culprit search has named a culprit, leaving the fix's clean
+    /// runs to confirm the failure is deterministic
+    /// (`sequential::passes_to_confirm`); 0 always finishes the sequential
+    /// test. Only the embedded pipeline stops early: the fleet's
+    /// investigator cannot yet resume the re-runs after a verifier's answer.
+    pub confirm_by_fix_after: u32,
     /// Wall time the re-runs at the bad revision may take: a test slower than
     /// `budget × k / max_runs` gets fewer re-runs (never fewer than
     /// `reproduction_min_runs`).
@@ -82,6 +89,7 @@ impl Default for EngineConfig {
             output_limit: 256 * 1024,
             stored_output_limit: 8 * 1024,
             sequential: SequentialConfig::default(),
+            confirm_by_fix_after: 4,
             reproduction_budget: Duration::from_secs(120),
             reproduction_min_runs: 5,
             good_miss_probability: 0.01,

@@ -3,7 +3,10 @@
 
 use crate::config::{EngineConfig, InvestigateRequest};
 use crate::context::Context;
-use crate::phases::{conclude, propose, reproduce, verify_candidate};
+use crate::phases::{
+    Proposed, behaviour_checks, conclude, propose_again, propose_awaiting_fix, reproduce,
+    verify_candidate,
+};
 use crate::progress::Progress;
 use crate::repair::repair;
 use crate::session::{Prepared, Session, prepare};
@@ -11,7 +14,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
+use tracelab_domain::hypothesis::HypothesisStatus;
 use tracelab_domain::report::Report;
+use tracelab_domain::sequential::Behaviour;
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_domain::{Error, ErrorKind, Result};
 
@@ -163,13 +168,59 @@ async fn pipeline(
     tracker.move_to(ContextLoading, None).await?;
     let reproduction = reproduce(ctx).await?;
     tracker.move_to(Investigating, None).await?;
-    let (classification, proposal) = propose(ctx, reproduction, good).await?;
+    let Proposed {
+        mut classification,
+        mut proposal,
+        pending,
+    } = propose_awaiting_fix(ctx, reproduction, good.clone()).await?;
     tracker.move_to(Verifying, None).await?;
     let mut hypotheses = proposal.hypotheses.clone();
-    if let Some(candidate) = &proposal.revert {
-        hypotheses.push(verify_candidate(ctx, &classification, candidate).await?);
+    // The revert's verification (its own sandbox) beside the order and
+    // environment checks (the pool's slots).
+    let verified = async {
+        match &proposal.revert {
+            Some(candidate) => verify_candidate(ctx, &classification, candidate)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    };
+    let checks = behaviour_checks(ctx, &classification, proposal.next_number());
+    let (revert, checked) = futures::future::try_join(verified, checks).await?;
+    let revert_verified = revert
+        .as_ref()
+        .is_some_and(|h| h.status == HypothesisStatus::Verified);
+    hypotheses.extend(revert);
+    hypotheses.extend(checked);
+    if let (Some(pending), Some(confirmation)) = (pending, classification.fix_confirmation) {
+        if revert_verified {
+            classification.decision.confident = true;
+            proposal.notes.push(confirmation.confirmed_note());
+        } else {
+            // No fix confirms the few failures: the re-runs go on to the
+            // sequential test's own decision.
+            ctx.progress
+                .report("no verified fix confirms the failures: finishing the re-runs at bad");
+            classification = pending.finish(ctx, false).await?;
+            classification.fix_confirmation = None;
+            proposal.notes.push(format!(
+                "the re-runs at bad stopped at {} failures in a row for the culprit's fix, which was not verified; they were finished ({} of {} runs failed)",
+                confirmation.failures, classification.counts.failures, classification.counts.runs
+            ));
+            if classification.decision.behaviour != Behaviour::Deterministic {
+                // The search and the behaviour checks assumed a deterministic
+                // failure: they run again under the measured behaviour.
+                let notes = std::mem::take(&mut proposal.notes);
+                let suspects = std::mem::take(&mut proposal.suspects);
+                proposal = propose_again(ctx, &classification, good, suspects).await?;
+                proposal.notes.splice(0..0, notes);
+                hypotheses = proposal.hypotheses.clone();
+                if let Some(candidate) = &proposal.revert {
+                    hypotheses.push(verify_candidate(ctx, &classification, candidate).await?);
+                }
+            }
+        }
     }
-    let mut proposal = proposal;
     if crate::agents::experience::wanted(&ctx.config, &classification, &hypotheses) {
         let number = hypotheses.len() as u32 + 1;
         let found = crate::agents::experience::reuse(ctx, &classification, number).await?;

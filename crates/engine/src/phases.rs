@@ -54,6 +54,10 @@ pub struct Proposal {
     /// (the embedded pipeline decides after the revert is verified).
     #[serde(default)]
     pub repair: Option<RepairCandidate>,
+    /// The repair to prove if the revert is not verified: in the fleet the
+    /// revert's verifier proposes it then, as the embedded pipeline does.
+    #[serde(default)]
+    pub repair_after_revert: Option<RepairCandidate>,
 }
 
 /// Repair templates to screen and prove on the proposal's suspects.
@@ -169,19 +173,23 @@ struct Early {
 /// Finishes the reproduction while the culprit search runs from its first
 /// failure; the search has the pool first, the re-runs take what it leaves.
 /// The code index reads the first failure's output meanwhile (it needs no
-/// pool slot).
+/// pool slot). With `await_fix`, the re-runs may stop after a few failures
+/// once the search has named a culprit
+/// ([`Reproducer::finish_or_await_fix`]); the reproducer is then returned to
+/// finish them if no fix confirms the classification.
 async fn classify_with_early_search(
     ctx: &Context,
     reproduction: Reproduction,
     good: Option<String>,
-) -> Result<(Classification, Early)> {
+    await_fix: bool,
+) -> Result<(Classification, Early, Option<Reproducer>)> {
     let reproducer = match reproduction {
         Reproduction::Decided(c) => {
             let none = Early {
                 search: None,
                 suspects: None,
             };
-            return Ok((c, none));
+            return Ok((c, none, None));
         }
         Reproduction::FirstFailure(r) => r,
     };
@@ -189,25 +197,38 @@ async fn classify_with_early_search(
         .first_failure()
         .map(|(b, o)| (b.clone(), o.to_string()))
         .ok_or_else(|| Error::internal("a started reproduction has seen its failure"))?;
+    let culprit_found = std::sync::OnceLock::new();
     // The search is polled first, so it holds precedence before the re-runs
-    // ask for a slot.
-    let early = early_search(ctx, baseline, &output, good);
+    // ask for a slot. Whether it named a culprit is known before its
+    // precedence ends, so the re-runs see it at their next turn.
+    let early = async {
+        let finding = early_search(ctx, baseline, &output, good).await;
+        let named = finding.as_ref().is_some_and(|f| {
+            f.culprit.is_some() && !f.summary.culprit_changes_only_tests
+        });
+        let _ = culprit_found.set(named);
+        finding
+    };
     let suspects = code_path::suspects_for(ctx, Some(output.clone()));
-    let rest = reproducer.finish(ctx, true);
     // The classification is journaled as soon as it is decided, while the
-    // search may still run: a redelivery then skips the re-runs.
+    // search may still run: a redelivery then skips the re-runs. One that
+    // awaits a fix is not decided, so it is not journaled.
     let rest = async {
-        let classification = rest.await?;
-        if let Some(journal) = &ctx.journal {
+        let (classification, pending) = if await_fix {
+            reproducer.finish_or_await_fix(ctx, &culprit_found).await?
+        } else {
+            (reproducer.finish(ctx, true).await?, None)
+        };
+        if let (Some(journal), None) = (&ctx.journal, &pending) {
             journal.record_classification(&classification).await;
         }
-        Ok::<_, Error>(classification)
+        Ok::<_, Error>((classification, pending))
     };
     let (search, suspects, classification) = futures::future::join3(early, suspects, rest).await;
-    let classification = classification?;
+    let (classification, pending) = classification?;
     report_behaviour(ctx, &classification);
     let suspects = Some(suspects);
-    Ok((classification, Early { search, suspects }))
+    Ok((classification, Early { search, suspects }, pending))
 }
 
 /// What checking a given `--good` established.
@@ -318,10 +339,61 @@ pub async fn propose(
     reproduction: Reproduction,
     good: Option<String>,
 ) -> Result<(Classification, Proposal)> {
-    let (classification, early) =
-        classify_with_early_search(ctx, reproduction, good.clone()).await?;
-    let proposal = propose_classified(ctx, &classification, good, early).await?;
+    let (classification, early, _) =
+        classify_with_early_search(ctx, reproduction, good.clone(), false).await?;
+    let proposal = propose_classified(ctx, &classification, good, early, false).await?;
     Ok((classification, proposal))
+}
+
+/// What [`propose_awaiting_fix`] established.
+pub struct Proposed {
+    pub classification: Classification,
+    pub proposal: Proposal,
+    /// The re-runs at bad, stopped early: set when
+    /// `classification.fix_confirmation` is, to finish if no fix confirms it.
+    pub pending: Option<Reproducer>,
+}
+
+/// [`propose`] for a pipeline that verifies the revert itself, right after:
+/// the re-runs at bad may stop after a few failures once a culprit is named,
+/// and the revert candidate then needs the clean runs that confirm the
+/// classification ([`test_behaviour::FixConfirmation`]). The order and
+/// environment checks are left to the caller ([`behaviour_checks`]), to run
+/// beside the revert's verification.
+pub async fn propose_awaiting_fix(
+    ctx: &Context,
+    reproduction: Reproduction,
+    good: Option<String>,
+) -> Result<Proposed> {
+    let (classification, early, pending) =
+        classify_with_early_search(ctx, reproduction, good.clone(), true).await?;
+    let mut proposal = propose_classified(ctx, &classification, good, early, true).await?;
+    if let (Some(confirm), Some(candidate)) =
+        (&classification.fix_confirmation, proposal.revert.as_mut())
+    {
+        candidate.passes_needed = candidate.passes_needed.max(confirm.passes);
+    }
+    Ok(Proposed {
+        classification,
+        proposal,
+        pending,
+    })
+}
+
+/// The agents again, once the re-runs that stopped early have finished the
+/// classification (no fix confirmed it): what the first proposal found
+/// under the deterministic model is set aside, except the suspects.
+pub async fn propose_again(
+    ctx: &Context,
+    classification: &Classification,
+    good: Option<String>,
+    suspects: Vec<Suspect>,
+) -> Result<Proposal> {
+    let early = Early {
+        search: None,
+        suspects: Some(Ok(suspects)),
+    };
+    propose_classified(ctx, classification, good, early, false).await
 }
 
 /// The agents once the failure is classified. An early search stands when
@@ -333,6 +405,7 @@ async fn propose_classified(
     classification: &Classification,
     good: Option<String>,
     early: Early,
+    defer_behaviour: bool,
 ) -> Result<Proposal> {
     let Early {
         search: early,
@@ -447,11 +520,14 @@ async fn propose_classified(
         Ok(Some((finding, model)))
     };
     // The order and environment checks share the pool's slots with the
-    // search (which has precedence), side by side.
-    let behaviour_agent = futures::future::try_join(
-        test_behaviour::order_dependence(ctx, 0, classification),
-        test_behaviour::environment_dependence(ctx, 0, classification),
-    );
+    // search (which has precedence), side by side — or, deferred, with the
+    // revert's verification ([`behaviour_checks`]).
+    let behaviour_agent = async {
+        if defer_behaviour {
+            return Ok(Vec::new());
+        }
+        behaviour_checks(ctx, classification, 0).await
+    };
     let agents = futures::future::try_join(history, behaviour_agent);
     let suspects = async {
         match early_suspects {
@@ -460,16 +536,13 @@ async fn propose_classified(
         }
     };
     let (agents, suspects) = futures::future::join(agents, suspects).await;
-    let (history, (order, env)) = agents?;
-    // Numbers follow a fixed agent order, whatever finished first.
-    let mut hypotheses: Vec<Hypothesis> = Vec::new();
-    hypotheses.extend(test_behaviour::flaky_hypothesis(ctx, 0, classification));
-    hypotheses.extend(order);
-    hypotheses.extend(env);
-    for (i, h) in hypotheses.iter_mut().enumerate() {
-        h.number = i as u32 + 1;
-        h.id = HypothesisId::new(&ctx.id, h.number);
-    }
+    let (history, behaviour) = agents?;
+    // Numbers follow a fixed agent order, whatever finished first: the
+    // flaky hypothesis, the culprit's revert, the order and environment
+    // checks (so a deferred check never renumbers the revert).
+    let hypotheses: Vec<Hypothesis> = test_behaviour::flaky_hypothesis(ctx, 1, classification)
+        .into_iter()
+        .collect();
     let mut proposal = Proposal {
         behaviour: classification.decision.behaviour,
         revert: None,
@@ -478,6 +551,7 @@ async fn propose_classified(
         hypotheses,
         suspects: Vec::new(),
         repair: None,
+        repair_after_revert: None,
     };
     match suspects {
         Ok(s) => proposal.suspects = s,
@@ -501,7 +575,47 @@ async fn propose_classified(
             });
         }
     }
+    let next = proposal.next_number();
+    proposal.hypotheses.extend(numbered(ctx, behaviour, next));
     Ok(proposal)
+}
+
+/// The order and environment checks at the bad revision, numbered from
+/// `first` in that order (`first` = 0 leaves numbering to the caller).
+pub async fn behaviour_checks(
+    ctx: &Context,
+    classification: &Classification,
+    first: u32,
+) -> Result<Vec<Hypothesis>> {
+    let (order, env) = futures::future::try_join(
+        test_behaviour::order_dependence(ctx, 0, classification),
+        test_behaviour::environment_dependence(ctx, 0, classification),
+    )
+    .await?;
+    let found: Vec<Hypothesis> = order.into_iter().chain(env).collect();
+    Ok(if first == 0 {
+        found
+    } else {
+        numbered(ctx, found, first)
+    })
+}
+
+fn numbered(ctx: &Context, mut hypotheses: Vec<Hypothesis>, first: u32) -> Vec<Hypothesis> {
+    for (i, h) in hypotheses.iter_mut().enumerate() {
+        h.number = first + i as u32;
+        h.id = HypothesisId::new(&ctx.id, h.number);
+    }
+    hypotheses
+}
+
+impl Proposal {
+    /// The number the next hypothesis gets: after the settled ones and the
+    /// revert, when there is one.
+    pub fn next_number(&self) -> u32 {
+        let settled = self.hypotheses.iter().map(|h| h.number).max().unwrap_or(0);
+        let revert = self.revert.as_ref().map_or(0, |r| r.number);
+        settled.max(revert) + 1
+    }
 }
 
 /// Proves or refutes the revert of the culprit under the verification
@@ -527,23 +641,34 @@ pub async fn verify_candidate(
     .await
 }
 
-/// Proposes a repair when no culprit is left to revert and
-/// [`crate::repair::wanted`] says so (the fleet's investigator; verifiers
-/// run [`crate::repair::repair`] on it).
+/// Proposes a repair when [`crate::repair::wanted`] says so (the fleet's
+/// investigator; verifiers run [`crate::repair::repair`] on it). With a
+/// revert to prove first, the repair waits for it: it is only noted in
+/// `proposal.repair_after_revert`, and the revert's verifier proposes it
+/// ([`pending_repair`]) if the revert is not verified.
 pub fn propose_repair(
     ctx: &Context,
     classification: &Classification,
     proposal: &mut Proposal,
     hypotheses: &[Hypothesis],
 ) -> Option<Hypothesis> {
-    if proposal.revert.is_some()
-        || proposal.suspects.is_empty()
+    if proposal.suspects.is_empty()
         || !crate::repair::wanted(&ctx.config, classification, hypotheses)
     {
         return None;
     }
     let number = hypotheses.len() as u32 + 1;
+    if proposal.revert.is_some() {
+        proposal.repair_after_revert = Some(RepairCandidate { number });
+        return None;
+    }
     proposal.repair = Some(RepairCandidate { number });
+    Some(pending_repair(ctx, number))
+}
+
+/// The repair hypothesis `number` as proposed, before a verifier has run it
+/// (PENDING).
+pub fn pending_repair(ctx: &Context, number: u32) -> Hypothesis {
     let mut h = Hypothesis::new(
         HypothesisId::new(&ctx.id, number),
         number,
@@ -553,7 +678,7 @@ pub fn propose_repair(
     );
     h.branch = Some(hypothesis_branch(&ctx.issue_id, number));
     h.status_reason = "waiting for a verifier".into();
-    Some(h)
+    h
 }
 
 /// The revert hypothesis as proposed, before a verifier has run it (PENDING).

@@ -80,6 +80,11 @@ impl Workspace {
     pub async fn on_branch(&self, name: &str, rev: &str, branch: &str) -> Result<Worktree> {
         let _turn = self.adding.lock().await;
         let path = self.worktree_path(name);
+        if path.exists() {
+            // An earlier attempt in this workspace under the same number
+            // (hypotheses proposed again after the re-runs finished).
+            self.git.remove_worktree(&path).await?;
+        }
         self.worktrees.lock().expect("lock").push(path.clone());
         self.branches.lock().expect("lock").push(branch.to_string());
         match self.git.add_worktree(&path, rev, Some(branch)).await {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_domain::bisect::ProbeResult;
+use tracelab_domain::experiment::Step;
 use tracelab_domain::hypothesis::{HypothesisKind, HypothesisStatus};
 use tracelab_domain::ports::InvestigationStore;
 use tracelab_domain::state::InvestigationState;
@@ -691,8 +692,72 @@ async fn the_culprit_search_starts_at_the_first_failure() {
         "the search waited for the classification: {:?}",
         progress.0.lock().unwrap()
     );
-    // The classification still made its full case for "deterministic".
+    // The re-runs stopped at 4 failures: the revert's 3 clean runs confirm
+    // the failure is deterministic, instead of 17 failures in a row.
+    let runs = report.reproduction.clone().unwrap().counts.unwrap();
+    assert_eq!((runs.runs, runs.failures), (4, 4), "{runs:?}");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("deterministic, confirmed by the fix") && n.contains("0.0084")),
+        "{:?}",
+        report.notes
+    );
+    let winner = report.winner.unwrap();
+    let after: u32 = winner
+        .experiments
+        .iter()
+        .filter(|e| e.step == Step::RegressionAfter)
+        .map(|e| e.effective_counts().passes())
+        .sum();
+    assert!(after >= 3, "the fix's clean runs: {after}");
+}
+
+#[tokio::test]
+async fn without_confirmation_by_the_fix_the_sequential_test_decides_alone() {
+    let s = scenarios::carried_regression(16, 7);
+    let (engine, _) = engine(|c| c.confirm_by_fix_after = 0).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(report.verdict, Verdict::Regression);
     assert!(report.reproduction.unwrap().counts.unwrap().runs >= 17);
+    assert!(
+        !report.notes.iter().any(|n| n.contains("confirmed by the fix")),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[tokio::test]
+async fn a_culprit_whose_fix_is_rejected_gets_the_full_reproduction() {
+    // The revert fixes the failing test and breaks a newer one: no fix
+    // confirms the first 4 failures, so the re-runs go on to 17.
+    let s = scenarios::regression_later_work_depends_on(10, 3);
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |c| {
+        c.repair = tracelab_engine::RepairMode::Off
+    })
+    .await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    assert_eq!(
+        report.verdict,
+        Verdict::Regression,
+        "{}",
+        serde_json::to_string_pretty(&report).unwrap()
+    );
+    let culprit = report.culprit.clone().expect("the culprit is kept");
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(!culprit.verified, "{culprit:?}");
+    assert!(report.winner.is_none());
+    let runs = report.reproduction.clone().unwrap().counts.unwrap();
+    assert!(runs.runs >= 17 && runs.failures == runs.runs, "{runs:?}");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("stopped at 4 failures in a row")),
+        "{:?}",
+        report.notes
+    );
 }
 
 #[tokio::test]
@@ -862,3 +927,21 @@ async fn a_repair_that_passes_the_failing_test_but_breaks_its_neighbour_is_rejec
     );
     assert_clean(&s, &[]);
 }
+
+#[tokio::test]
+async fn a_culprit_whose_revert_breaks_later_work_is_repaired_after_it() {
+    // Both reverts drop what a newer test needs: the repair templates run
+    // after them and fix the off-by-one the culprit brought.
+    let s = scenarios::regression_entangled_with_later_work(8, 2);
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |_| {}).await;
+    let report = engine.investigate(request(&s)).await.unwrap();
+    let culprit = report.culprit.clone().expect("the culprit is kept");
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(!culprit.verified, "{culprit:?}");
+    let winner = report.winner.clone().expect("a repair wins");
+    assert_eq!(winner.kind, HypothesisKind::Patch, "{:?}", report.notes);
+    assert_eq!(winner.number, 2);
+    assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
+    assert_eq!(patched_files(&report), vec!["app.py".to_string()]);
+}
+

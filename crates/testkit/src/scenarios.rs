@@ -306,6 +306,89 @@ pub fn carried_regression(commits: usize, culprit_at: usize) -> Scenario {
     Scenario::finish(repo, "python3 test_app.py", root, culprit, Vec::new())
 }
 
+/// A regression that later work builds on: `culprit_at` capitalises
+/// `greet`'s greeting (breaking `test_app.py::test_greet`), and two commits
+/// later a newer test, `test_banner.py`, comes to expect the capital. Reverting the
+/// culprit fixes the failing test and breaks the newer one, so no revert is
+/// verified: the culprit is found but its fix is rejected. The test command
+/// runs both files with pytest.
+pub fn regression_later_work_depends_on(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at + 2 < commits);
+    let greet = |word: &str| format!("def greet(name):\n    return \"{word} \" + name\n");
+    let test_app = "from app import greet\n\n\ndef test_greet():\n    assert greet(\"bo\") == \"hello bo\"\n";
+    let banner = |check: &str| {
+        format!("from app import greet\n\n\ndef test_banner():\n    assert greet(\"all\"){check}\n")
+    };
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Greetings",
+        &[
+            ("app.py", &greet("hello")),
+            ("test_app.py", test_app),
+            ("test_banner.py", &banner("")),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Capitalise greetings", &[("app.py", &greet("Hello"))]));
+        } else if i == culprit_at + 2 {
+            let capital = banner(".startswith(\"Hello\")");
+            repo.commit("The banner is capitalised", &[("test_banner.py", &capital)]);
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(
+        repo,
+        "python3 -m pytest -q -p no:cacheprovider test_app.py test_banner.py",
+        root,
+        culprit,
+        Vec::new(),
+    )
+}
+
+/// A regression entangled with work that came with it: `culprit_at` gives
+/// `window` a `step` parameter and, with it, an off-by-one end (breaking
+/// `test_app.py::test_window`); two commits later `test_step.py` comes to
+/// use `step`. Neither the revert nor a symbol-level restore of `window` is
+/// verified (both drop `step`, which the newer test needs); the repair
+/// template that removes the `- 1` is.
+pub fn regression_entangled_with_later_work(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at + 2 < commits);
+    let good = "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n";
+    let broken = "def window(xs, start, size, step=1):\n    end = start + size - 1\n    return xs[start:end:step]\n";
+    let test_app = "from app import window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n";
+    let step = |body: &str| format!("from app import window\n\n\ndef test_step():\n    {body}\n");
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Sliding windows",
+        &[
+            ("app.py", good),
+            ("test_app.py", test_app),
+            ("test_step.py", &step("assert window([1, 2, 3], 0, 3)")),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Windows with a step", &[("app.py", broken)]));
+        } else if i == culprit_at + 2 {
+            let uses_step = step("assert window([1, 2, 3, 4, 5, 6], 0, 6, 2) == [1, 3, 5]");
+            repo.commit("Test windows with a step", &[("test_step.py", &uses_step)]);
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(
+        repo,
+        "python3 -m pytest -q -p no:cacheprovider test_app.py test_step.py",
+        root,
+        culprit,
+        Vec::new(),
+    )
+}
+
 /// A regression whose lines were rewritten later: neither a textual revert
 /// nor a symbol-level restore applies, but the text the culprit wrote is
 /// still there.

@@ -15,7 +15,8 @@ use tracelab_domain::hypothesis::{
 use tracelab_domain::ids::HypothesisId;
 use tracelab_domain::runner;
 use tracelab_domain::sequential::{
-    Behaviour, Classifier, Decision, MAX_RUNS_CAP, runs_for_duration,
+    Behaviour, Classifier, Decision, MAX_RUNS_CAP, flaky_unfixed_likelihood, passes_to_confirm,
+    runs_for_duration,
 };
 use tracelab_domain::signature::FailureSignature;
 
@@ -32,6 +33,39 @@ pub struct Classification {
     pub experiment: Experiment,
     /// Set when no run could be judged (every run blocked).
     pub blocked: Option<String>,
+    /// Set when the re-runs stopped early because a culprit was found: the
+    /// failure failed every run so far, and a fix verified with enough clean
+    /// runs confirms it is deterministic (the embedded pipeline finishes the
+    /// re-runs when no fix does).
+    #[serde(default)]
+    pub fix_confirmation: Option<FixConfirmation>,
+}
+
+/// What a fix's verification must show to confirm a classification that
+/// stopped after a few failures (`tracelab_domain::sequential::passes_to_confirm`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FixConfirmation {
+    /// Failures in a row at the bad revision, no pass among them.
+    pub failures: u32,
+    /// Clean runs of the regression test the fix needs.
+    pub passes: u32,
+    /// The most likely this evidence is under "the test is flaky and the fix
+    /// did nothing".
+    pub likelihood: f64,
+}
+
+impl FixConfirmation {
+    /// What the report says once a fix was verified with these runs.
+    pub fn confirmed_note(&self) -> String {
+        format!(
+            "deterministic, confirmed by the fix: the failure failed {f} of {f} runs at the bad revision and the fix's regression test passed {n} of {n}; \
+             were the failure flaky and the fix ineffective, that would happen with probability at most {l:.4}, so the re-runs stopped at {f} \
+             (not proven: that a failure the culprit made flaky at a high rate is not deterministic)",
+            f = self.failures,
+            n = self.passes,
+            l = self.likelihood
+        )
+    }
 }
 
 impl Classification {
@@ -247,12 +281,64 @@ impl Reproducer {
         }
     }
 
-    fn into_classification(
-        self,
+    /// [`Reproducer::finish`] for the pipeline's background re-runs, which
+    /// may stop early once `culprit_found` says the search named a culprit:
+    /// after `ctx.config.confirm_by_fix_after` failures in a row (no pass,
+    /// nothing blocked), when a fix's clean runs can supply the rest of the
+    /// evidence. Returns the classification so far, and the reproducer to
+    /// finish if the fix is not verified.
+    pub async fn finish_or_await_fix(
+        mut self,
         ctx: &Context,
-        decision: Decision,
-        blocked: Option<String>,
-    ) -> Classification {
+        culprit_found: &std::sync::OnceLock<bool>,
+    ) -> Result<(Classification, Option<Reproducer>)> {
+        loop {
+            if let Some((decision, blocked)) = self.ending() {
+                return Ok((self.into_classification(ctx, decision, blocked), None));
+            }
+            ctx.pool.wait_for_turn().await;
+            if let Some(confirmation) = self.confirmable(ctx, culprit_found) {
+                let decision = Decision {
+                    behaviour: Behaviour::Deterministic,
+                    confident: false,
+                };
+                let mut classification = self.snapshot(ctx, decision);
+                classification.fix_confirmation = Some(confirmation);
+                ctx.progress.report(&format!(
+                    "reproduction: {} failures in a row and a culprit: the re-runs stop; a fix verified with {} clean runs confirms the failure is deterministic",
+                    confirmation.failures, confirmation.passes
+                ));
+                return Ok((classification, Some(self)));
+            }
+            self.batch(ctx, false).await?;
+        }
+    }
+
+    fn confirmable(
+        &self,
+        ctx: &Context,
+        culprit_found: &std::sync::OnceLock<bool>,
+    ) -> Option<FixConfirmation> {
+        let wanted = ctx.config.confirm_by_fix_after;
+        let failures = self.classifier.failures();
+        let clean = failures == self.classifier.runs() && self.blocked == 0;
+        if wanted == 0 || failures < wanted || !clean || culprit_found.get() != Some(&true) {
+            return None;
+        }
+        let passes = passes_to_confirm(failures, &ctx.config.sequential, 10)?;
+        Some(FixConfirmation {
+            failures,
+            passes,
+            likelihood: flaky_unfixed_likelihood(
+                failures,
+                passes,
+                ctx.config.sequential.flaky_max,
+            ),
+        })
+    }
+
+    /// The classification the runs so far make, leaving the reproducer able to go on.
+    fn snapshot(&self, ctx: &Context, decision: Decision) -> Classification {
         let experiment = batch_experiment(
             Step::Reproduction,
             &ctx.test.display(),
@@ -267,10 +353,23 @@ impl Reproducer {
         Classification {
             decision,
             counts,
-            baseline: self.baseline,
-            baseline_output: self.baseline_output,
+            baseline: self.baseline.clone(),
+            baseline_output: self.baseline_output.clone(),
             experiment,
+            blocked: None,
+            fix_confirmation: None,
+        }
+    }
+
+    fn into_classification(
+        self,
+        ctx: &Context,
+        decision: Decision,
+        blocked: Option<String>,
+    ) -> Classification {
+        Classification {
             blocked,
+            ..self.snapshot(ctx, decision)
         }
     }
 }
