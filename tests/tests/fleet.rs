@@ -407,6 +407,39 @@ async fn a_bug_with_no_culprit_is_repaired_by_a_verifier_as_in_the_embedded_mode
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_revert_that_is_not_verified_is_followed_by_a_repair_as_in_the_embedded_mode() {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let s = scenarios::regression_entangled_with_later_work(8, 2);
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    let id = fleet.submit(request(&s, "E2E-FUP")).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    let report = &view["report"];
+    assert_eq!(report["verdict"], "regression", "{report}\n{}", fleet.logs());
+    assert_eq!(report["culprit"]["commit"], s.culprit.clone().unwrap());
+    assert_eq!(report["culprit"]["verified"], false, "{report}");
+    let hypotheses = report["hypotheses"].as_array().unwrap();
+    let revert = hypotheses.iter().find(|h| h["kind"] == "revert").unwrap();
+    assert_eq!(revert["number"], 1);
+    assert_ne!(revert["status"], "VERIFIED", "{revert}");
+    // The revert's verifier proposed the repair; another job proved it.
+    let winner = &report["winner"];
+    assert_eq!(winner["kind"], "patch", "{report}\n{}", fleet.logs());
+    assert_eq!(winner["number"], 2, "{winner}");
+    assert_eq!(winner["status"], "VERIFIED", "{winner}");
+    assert_eq!(winner_patch_files(report), vec!["app.py".to_string()]);
+    // The same code decides in both modes: the same edit wins.
+    let local = embedded_on(&s, "/usr/local/bin:/usr/bin:/bin".into()).await;
+    let local_winner = local.winner.expect("an embedded repair");
+    assert_eq!(local_winner.number, 2);
+    assert_eq!(
+        winner["detail"]["edit"],
+        local_winner.detail.unwrap()["edit"],
+        "{winner}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_verifier_with_a_model_server_proves_the_llm_agents_fix() {
     let Some(b) = backends() else { return };
     let _servers = SERVERS.read().await;

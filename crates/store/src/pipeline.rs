@@ -441,12 +441,18 @@ impl PgStore {
     /// while the hypothesis is PENDING. The investigation's row is locked
     /// first, so this and [`PgStore::save_decision`] never interleave: a
     /// result that arrives after the decision is [`Recorded::Late`].
+    ///
+    /// `follow_up`, a PENDING hypothesis this result calls for (a repair
+    /// after a revert that was not verified), is proposed in the same
+    /// transaction: the arbiter, which decides once nothing is pending, can
+    /// never see the result without it.
     pub async fn record_verification(
         &self,
         consumer: &str,
         message_id: &str,
         hypothesis: &Hypothesis,
         verifier: &str,
+        follow_up: Option<&Hypothesis>,
     ) -> Result<Recorded> {
         let body = serde_json::to_value(hypothesis)
             .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
@@ -460,8 +466,9 @@ impl PgStore {
                 .ok_or_else(|| {
                     Error::not_found(format!("hypothesis {} was never proposed", hypothesis.id))
                 })?;
+        let investigation = InvestigationId(investigation);
         // Lock order: the investigation, then its hypothesis (as save_decision).
-        let state = state_in(&mut tx, &InvestigationId(investigation)).await?;
+        let state = state_in(&mut tx, &investigation).await?;
         if !record_once(&mut tx, consumer, message_id).await? {
             return Ok(Recorded::AlreadyRecorded);
         }
@@ -505,6 +512,9 @@ impl PgStore {
             .await
             .map_err(db_error)?;
         insert_experiments(&mut tx, hypothesis).await?;
+        if let Some(next) = follow_up {
+            insert_hypothesis(&mut tx, &investigation, next).await?;
+        }
         tx.commit().await.map_err(db_error)?;
         Ok(Recorded::Stored)
     }

@@ -146,7 +146,7 @@ async fn a_verification_after_the_deadline_decision_is_kept_apart_as_late() {
     late.status = HypothesisStatus::Verified;
     late.patch = Some("diff --git a/app.py b/app.py\n".into());
     let recorded = store
-        .record_verification("verifier", "job-1", &late, "verifier-1")
+        .record_verification("verifier", "job-1", &late, "verifier-1", None)
         .await
         .unwrap();
     assert_eq!(recorded, Recorded::Late);
@@ -156,7 +156,7 @@ async fn a_verification_after_the_deadline_decision_is_kept_apart_as_late() {
     assert_eq!(store.late_verifications(&h.id).await.unwrap(), 1);
     // Its redelivery changes nothing.
     let again = store
-        .record_verification("verifier", "job-1", &late, "verifier-1")
+        .record_verification("verifier", "job-1", &late, "verifier-1", None)
         .await
         .unwrap();
     assert_eq!(again, Recorded::AlreadyRecorded);
@@ -176,7 +176,7 @@ async fn a_result_stored_while_the_arbiter_decides_makes_the_decision_conflict()
     let mut verified = h.clone();
     verified.status = HypothesisStatus::Verified;
     let recorded = store
-        .record_verification("verifier", "job-1", &verified, "verifier-1")
+        .record_verification("verifier", "job-1", &verified, "verifier-1", None)
         .await
         .unwrap();
     assert_eq!(recorded, Recorded::Stored);
@@ -233,5 +233,44 @@ async fn one_dedupe_key_starts_one_investigation_however_many_race() {
         create(&store, &other, Some("group-policy:py:abc@4567def")).await,
         Created::New
     );
+    drop_schema(&store, &schema).await;
+}
+
+#[tokio::test]
+async fn a_follow_up_is_proposed_with_the_result_that_calls_for_it() {
+    let Some((store, schema)) = store().await else {
+        return;
+    };
+    let (id, h) = verifying(&store).await;
+    let mut rejected = h.clone();
+    rejected.status = HypothesisStatus::Rejected;
+    let mut repair = h.clone();
+    repair.number = h.number + 1;
+    repair.id = tracelab_domain::ids::HypothesisId::new(&id, repair.number);
+    repair.status = HypothesisStatus::Pending;
+    let recorded = store
+        .record_verification("verifier", "job-1", &rejected, "verifier-1", Some(&repair))
+        .await
+        .unwrap();
+    assert_eq!(recorded, Recorded::Stored);
+    let follow_up = store.hypothesis(&repair.id).await.unwrap().unwrap();
+    assert_eq!(follow_up.status, HypothesisStatus::Pending);
+    // The arbiter sees the investigation still waiting: the repair is pending.
+    let input = store.arbitration_input(&id).await.unwrap().unwrap();
+    let pending: Vec<_> = input
+        .hypotheses
+        .iter()
+        .filter(|h| h.status == HypothesisStatus::Pending)
+        .map(|h| h.number)
+        .collect();
+    assert_eq!(pending, vec![repair.number]);
+    // A redelivery proposes nothing twice.
+    let again = store
+        .record_verification("verifier", "job-1", &rejected, "verifier-1", Some(&repair))
+        .await
+        .unwrap();
+    assert_eq!(again, Recorded::AlreadyRecorded);
+    let input = store.arbitration_input(&id).await.unwrap().unwrap();
+    assert_eq!(input.hypotheses.len(), 2);
     drop_schema(&store, &schema).await;
 }

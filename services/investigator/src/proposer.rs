@@ -186,9 +186,10 @@ impl Investigator {
                     .map_err(Investigation)?,
             );
         }
-        // No culprit to revert: the suspects' repair is a verifier's job. (A
-        // revert that fails verification is not followed by a repair in the
-        // fleet yet; the embedded engine does that.)
+        hypotheses.sort_by_key(|h| h.number);
+        // The suspects' repair is a verifier's job: at once when there is no
+        // culprit to revert, else by the revert's verifier if the revert is
+        // not verified (`repair_after_revert`).
         if let Some(h) = propose_repair(ctx, &classification, &mut proposal, &hypotheses) {
             hypotheses.push(h);
         }
@@ -227,6 +228,14 @@ impl Investigator {
         if let Some(candidate) = &proposal.revert {
             let hypothesis = proposed(candidate.number)?;
             if hypothesis.status == HypothesisStatus::Pending {
+                let (follow_up_number, suspects_json) = match &proposal.repair_after_revert {
+                    Some(repair) => (
+                        repair.number,
+                        serde_json::to_vec(&proposal.suspects)
+                            .map_err(|e| Error::internal(format!("suspects of {id}: {e}")))?,
+                    ),
+                    None => (0, Vec::new()),
+                };
                 let job = VerifyJob {
                     investigation_id: id.0.clone(),
                     hypothesis_id: hypothesis.id.0.clone(),
@@ -240,7 +249,8 @@ impl Investigator {
                     passes_needed: candidate.passes_needed,
                     classification_json: classification.clone(),
                     limits: event.limits.or(Some(Limits::default())),
-                    suspects_json: Vec::new(),
+                    suspects_json,
+                    follow_up_number,
                 };
                 jobs.push(job);
             }
@@ -264,6 +274,7 @@ impl Investigator {
                     classification_json: classification.clone(),
                     limits: event.limits.or(Some(Limits::default())),
                     suspects_json: suspects,
+                    follow_up_number: 0,
                 });
             }
         }

@@ -17,7 +17,7 @@ use tracelab_domain::{Error, Result};
 use tracelab_engine::InvestigateRequest;
 use tracelab_engine::RepairMode;
 use tracelab_engine::agents::test_behaviour::Classification;
-use tracelab_engine::phases::{RevertCandidate, verify_candidate};
+use tracelab_engine::phases::{RevertCandidate, pending_repair, verify_candidate};
 use tracelab_engine::session::{Session, prepare};
 use tracelab_fleet::events::{self, ids, steps};
 use tracelab_fleet::repositories::Repositories;
@@ -204,13 +204,19 @@ impl Verifier {
         if stored.status == HypothesisStatus::Pending {
             tracing::info!(hypothesis = %hypothesis_id, delivered = delivery.delivered, "verifying");
             let started = std::time::Instant::now();
-            let hypothesis = self.verify(&job).await?;
+            let (hypothesis, follow_up) = self.verify(&job).await?;
             let seconds = started.elapsed().as_secs_f64();
             metrics::histogram!("tracelab_verification_seconds").record(seconds);
             metrics::histogram!("tracelab_phase_seconds", "phase" => "verify").record(seconds);
             let recorded = self
                 .store
-                .record_verification(DURABLE, &delivery.message.id, &hypothesis, &self.name)
+                .record_verification(
+                    DURABLE,
+                    &delivery.message.id,
+                    &hypothesis,
+                    &self.name,
+                    follow_up.as_ref(),
+                )
                 .await?;
             metrics::counter!(
                 "tracelab_verifications_total",
@@ -231,6 +237,7 @@ impl Verifier {
                 }
             }
         }
+        self.announce_follow_up(&job).await?;
         let status = self
             .store
             .hypothesis(&hypothesis_id)
@@ -253,7 +260,52 @@ impl Verifier {
         Ok(())
     }
 
-    async fn verify(&self, job: &VerifyJob) -> Result<tracelab_domain::hypothesis::Hypothesis> {
+    /// Publishes the repair job a revert that was not verified proposed
+    /// (stored with its result), also when the job is redelivered after a
+    /// crash between the two: the message id makes a repeat harmless.
+    async fn announce_follow_up(&self, job: &VerifyJob) -> Result<()> {
+        if job.follow_up_number == 0 {
+            return Ok(());
+        }
+        let investigation = InvestigationId(job.investigation_id.clone());
+        let id = HypothesisId::new(&investigation, job.follow_up_number);
+        let pending = self
+            .store
+            .hypothesis(&id)
+            .await?
+            .is_some_and(|h| h.status == HypothesisStatus::Pending);
+        if !pending {
+            return Ok(());
+        }
+        let repair = VerifyJob {
+            hypothesis_id: id.0.clone(),
+            number: job.follow_up_number,
+            kind: HypothesisKind::Repair as i32,
+            culprit: String::new(),
+            passes_needed: 1,
+            follow_up_number: 0,
+            ..job.clone()
+        };
+        events::publish(
+            self.bus.as_ref(),
+            self.bus.topology().verify_jobs(),
+            ids::verify_job(&repair.hypothesis_id),
+            &repair,
+        )
+        .await?;
+        tracing::info!(hypothesis = %id, "the revert was not verified: repair proposed");
+        Ok(())
+    }
+
+    /// Runs the job's hypothesis; for a revert with a follow-up that is not
+    /// verified, also the repair hypothesis it calls for (PENDING).
+    async fn verify(
+        &self,
+        job: &VerifyJob,
+    ) -> Result<(
+        tracelab_domain::hypothesis::Hypothesis,
+        Option<tracelab_domain::hypothesis::Hypothesis>,
+    )> {
         let classification: Classification = serde_json::from_slice(&job.classification_json)
             .map_err(|e| {
                 Error::invalid(format!(
@@ -294,13 +346,24 @@ impl Verifier {
             };
             verify_candidate(&session.ctx, &classification, &candidate).await
         };
+        let follow_up = match &result {
+            Ok(h)
+                if job.kind() == HypothesisKind::Revert
+                    && job.follow_up_number > 0
+                    && h.status != HypothesisStatus::Verified
+                    && session.ctx.config.repair != RepairMode::Off =>
+            {
+                Some(pending_repair(&session.ctx, job.follow_up_number))
+            }
+            _ => None,
+        };
         let keep = result
             .as_ref()
             .ok()
             .filter(|h| h.status == HypothesisStatus::Verified)
             .and_then(|h| h.branch.clone());
         session.close(keep.as_deref()).await;
-        result
+        Ok((result?, follow_up))
     }
 }
 
