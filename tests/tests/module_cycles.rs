@@ -31,8 +31,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "serve",
         ],
     ),
-    // The host picks GitHub or GitLab; both use the host's types.
-    ("crates/codehost/src", &["github", "gitlab", "host"]),
     // The agents and the context/config/probe/verify modules they are called with.
     (
         "crates/engine/src",

@@ -8,9 +8,8 @@
 //! - labels: `POST /repos/{owner}/{repo}/issues/{number}/labels`, only the
 //!   missing ones.
 
-use crate::host::Opened;
 use crate::http::{Api, Flavor};
-use crate::request::{Checked, PullRequest, PullRequestRequest};
+use crate::request::{Checked, Opened, PullRequest, PullRequestRequest};
 use crate::secret::TokenSource;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -12,9 +12,8 @@
 //! `{path}` is the project's full path URL-encoded as one segment
 //! (`group%2Fsub%2Fshop`), which GitLab accepts wherever a project id goes.
 
-use crate::host::Opened;
 use crate::http::{Api, Flavor};
-use crate::request::{Checked, PullRequest, PullRequestRequest};
+use crate::request::{Checked, Opened, PullRequest, PullRequestRequest};
 use crate::secret::TokenSource;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 
 use crate::github::{GITHUB_API, GitHub};
 use crate::gitlab::{GITLAB_API, GitLab};
-use crate::request::{Checked, PullRequest, PullRequestRequest};
+use crate::request::{Checked, Opened, PullRequestRequest};
 use crate::secret::TokenSource;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -57,14 +57,6 @@ impl Default for CodeHostSettings {
             timeout_seconds: 30,
         }
     }
-}
-
-/// A pull request as found or created, with the labels it has.
-#[derive(Debug, Clone)]
-pub(crate) struct Opened {
-    pub pr: PullRequest,
-    pub labels: Vec<String>,
-    pub created: bool,
 }
 
 /// A code host's API client.

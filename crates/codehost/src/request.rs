@@ -205,6 +205,14 @@ pub(crate) fn check_branch(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A pull request as found or created, with the labels it has.
+#[derive(Debug, Clone)]
+pub(crate) struct Opened {
+    pub pr: PullRequest,
+    pub labels: Vec<String>,
+    pub created: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
