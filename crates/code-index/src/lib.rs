@@ -11,8 +11,8 @@
 //! touch on both sides, and blames frame lines.
 //!
 //! **A query** (`tracelab locate`, [`locate()`]): the failure text goes to
-//! [`evidence`], which pulls out stack frames (innermost first) and maps them
-//! to repository files. [`locate::Locator`] turns frames into symbols and
+//! [`evidence`], which pulls out stack frames (the domain's `Frame`,
+//! innermost last) and maps them to repository files. [`locate::Locator`] turns frames into symbols and
 //! their call-graph neighbourhood ([`callgraph`]) — the *symbol overlap* —,
 //! measures *path proximity* to the frames, runs the text through the
 //! [`lexical`] (tantivy BM25) index of symbols and commit messages
