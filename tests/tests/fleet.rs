@@ -415,7 +415,12 @@ async fn a_revert_that_is_not_verified_is_followed_by_a_repair_as_in_the_embedde
     let id = fleet.submit(request(&s, "E2E-FUP")).await;
     let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
     let report = &view["report"];
-    assert_eq!(report["verdict"], "regression", "{report}\n{}", fleet.logs());
+    assert_eq!(
+        report["verdict"],
+        "regression",
+        "{report}\n{}",
+        fleet.logs()
+    );
     assert_eq!(report["culprit"]["commit"], s.culprit.clone().unwrap());
     assert_eq!(report["culprit"]["verified"], false, "{report}");
     let hypotheses = report["hypotheses"].as_array().unwrap();

@@ -203,9 +203,9 @@ async fn classify_with_early_search(
     // precedence ends, so the re-runs see it at their next turn.
     let early = async {
         let finding = early_search(ctx, baseline, &output, good).await;
-        let named = finding.as_ref().is_some_and(|f| {
-            f.culprit.is_some() && !f.summary.culprit_changes_only_tests
-        });
+        let named = finding
+            .as_ref()
+            .is_some_and(|f| f.culprit.is_some() && !f.summary.culprit_changes_only_tests);
         let _ = culprit_found.set(named);
         finding
     };

@@ -722,7 +722,10 @@ async fn without_confirmation_by_the_fix_the_sequential_test_decides_alone() {
     assert_eq!(report.verdict, Verdict::Regression);
     assert!(report.reproduction.unwrap().counts.unwrap().runs >= 17);
     assert!(
-        !report.notes.iter().any(|n| n.contains("confirmed by the fix")),
+        !report
+            .notes
+            .iter()
+            .any(|n| n.contains("confirmed by the fix")),
         "{:?}",
         report.notes
     );
@@ -944,4 +947,3 @@ async fn a_culprit_whose_revert_breaks_later_work_is_repaired_after_it() {
     assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
     assert_eq!(patched_files(&report), vec!["app.py".to_string()]);
 }
-

@@ -315,7 +315,8 @@ pub fn carried_regression(commits: usize, culprit_at: usize) -> Scenario {
 pub fn regression_later_work_depends_on(commits: usize, culprit_at: usize) -> Scenario {
     assert!(culprit_at >= 1 && culprit_at + 2 < commits);
     let greet = |word: &str| format!("def greet(name):\n    return \"{word} \" + name\n");
-    let test_app = "from app import greet\n\n\ndef test_greet():\n    assert greet(\"bo\") == \"hello bo\"\n";
+    let test_app =
+        "from app import greet\n\n\ndef test_greet():\n    assert greet(\"bo\") == \"hello bo\"\n";
     let banner = |check: &str| {
         format!("from app import greet\n\n\ndef test_banner():\n    assert greet(\"all\"){check}\n")
     };

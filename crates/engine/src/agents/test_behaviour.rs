@@ -329,11 +329,7 @@ impl Reproducer {
         Some(FixConfirmation {
             failures,
             passes,
-            likelihood: flaky_unfixed_likelihood(
-                failures,
-                passes,
-                ctx.config.sequential.flaky_max,
-            ),
+            likelihood: flaky_unfixed_likelihood(failures, passes, ctx.config.sequential.flaky_max),
         })
     }
 
