@@ -12,8 +12,10 @@ use tracelab_domain::signature::{FailureSignature, frames_in_output};
 /// Characters of a failure's text kept (its tail: where the error is).
 const MESSAGE_LIMIT: usize = 4000;
 
+// Dotted names are modules discovery could not import
+// (`ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)`).
 static UNITTEST_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)").expect("regex"));
+    LazyLock::new(|| Regex::new(r"^(?:FAIL|ERROR): ([\w.]+) \(([\w.]+)\)").expect("regex"));
 static PYTEST_HEADER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^_{3,} (.+?) _{3,}$").expect("regex"));
 
@@ -208,6 +210,19 @@ Traceback (most recent call last):\n  File \"/w/probe/tests/test_more.py\", line
         assert_eq!(failures[0].test, None);
         assert!(failures[0].error_types.contains("ImportError"));
         assert_eq!(failures[0].frames[0].0, "pkg/compat.py");
+        // Under discovery the module's name is dotted; it is the same failure.
+        let discovered = out.replace(
+            "ERROR: test_more (unittest.loader._FailedTest.test_more)",
+            "ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)",
+        );
+        let (same, _) = failures_from_output(&argv("python3 -m unittest"), &discovered, "/w/p");
+        assert_eq!(same.len(), 1);
+        assert!(
+            same[0].message.contains("Failed to import test module")
+                && !same[0].message.contains("Ran 1 test"),
+            "its own block, not the whole output: {}",
+            same[0].message
+        );
     }
 
     #[test]
