@@ -56,6 +56,10 @@ fn main() {
     print("naive hash (type + 5 in-app frames)", &r.naive);
     print("similar-issue merge (5-fold CV threshold)", &r.similar);
     print(
+        "… its own decisions (pairs with different exact keys)",
+        &r.merge_only,
+    );
+    print(
         &format!(
             "incremental index (threshold {:.2}, in-sample)",
             real_corpus_threshold()
@@ -71,6 +75,7 @@ fn main() {
         ("exact", &r.exact),
         ("naive", &r.naive),
         ("similar (CV)", &r.similar),
+        ("its own decisions", &r.merge_only),
         ("index", &r.index),
     ] {
         println!(

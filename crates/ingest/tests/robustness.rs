@@ -625,3 +625,28 @@ fn very_long_lines_are_cut() {
     assert!(out.diagnostics.iter().any(|d| d.code == "line_truncated"));
     assert_bounded(&out, &ParseOptions::default());
 }
+
+/// The recognisers of pasted shapes (frames without a header, a pytest
+/// short traceback without its `E` line, a logger-prefixed goroutine line,
+/// zellij's report) read a long run once, not once per line: 100,000 lines
+/// of each parse in bounded time.
+#[test]
+fn long_runs_of_headerless_shapes_are_read_once() {
+    let shapes: [&dyn Fn(usize) -> String; 4] = [
+        &|i| format!("    at f{i} (/srv/app/a.js:{i}:1)\n"),
+        &|i| format!("/srv/app/m{i}.py:{i}: in f\n    g()\n"),
+        &|i| format!("10:54AM ERR goroutine {i} [running]:\nmain.f()\n\tmain.go:{i} +0x1\n"),
+        &|i| format!("  × Thread 'screen' panicked.\n  │ {i}\n"),
+    ];
+    for shape in shapes {
+        let text: String = (0..100_000).map(shape).collect();
+        let start = Instant::now();
+        parse(text.as_bytes(), &ParseOptions::default());
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "{:?} for {} bytes",
+            start.elapsed(),
+            text.len()
+        );
+    }
+}

@@ -334,6 +334,13 @@ pub(super) fn python_pytest_short(lines: &[&str], start: usize) -> Option<(Failu
     if !PYTEST_SHORT_ENTRY.is_match(lines[start]) {
         return None;
     }
+    // Only from the start of a run, so a long run without an `E` line is
+    // read once, not once per line.
+    if start > 0
+        && (PYTEST_SHORT_ENTRY.is_match(lines[start - 1]) || lines[start - 1].starts_with(' '))
+    {
+        return None;
+    }
     let mut i = start;
     let mut saw_e = false;
     while i < lines.len() && i < start + 400 {
