@@ -41,6 +41,7 @@ pub mod groups;
 mod hand_off;
 mod idempotency;
 mod journal;
+pub mod notifications;
 pub mod outbox;
 mod pg_error;
 mod pipeline;

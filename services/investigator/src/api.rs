@@ -36,8 +36,9 @@ pub struct Api {
     pub forbid_self_approval: bool,
     /// Code hosts for draft pull requests (`pull_requests.hosts`).
     pub pull_requests: crate::pull_request::PullRequests,
-    /// Signed outgoing webhooks (`webhooks.urls`); `None` without receivers.
-    pub webhooks: Option<Arc<crate::webhooks::Webhooks>>,
+    /// Signed webhooks (`webhooks.urls`) and Jira comments (`jira`),
+    /// stored before they are sent; `None` without either.
+    pub outgoing: Option<Arc<crate::delivery::Outgoing>>,
 }
 
 /// `POST /api/investigations`. The design's names are accepted too:
@@ -135,6 +136,17 @@ impl Api {
         caller: &Caller,
         dedupe_key: Option<&str>,
     ) -> Result<InvestigationView> {
+        Ok(self.create_once(request, caller, dedupe_key).await?.0)
+    }
+
+    /// [`Api::create_keyed`], saying whether it started a new one (`true`)
+    /// or found the key's.
+    pub async fn create_once(
+        &self,
+        request: CreateRequest,
+        caller: &Caller,
+        dedupe_key: Option<&str>,
+    ) -> Result<(InvestigationView, bool)> {
         let mut request = request;
         let evidence_id = request
             .evidence_id
@@ -202,7 +214,7 @@ impl Api {
             .await?;
         if let Created::Existing(existing) = created {
             tracing::info!(investigation = %existing, key = dedupe_key.unwrap_or_default(), "already investigated");
-            return self.get(&existing.0).await;
+            return Ok((self.get(&existing.0).await?, false));
         }
         // Stored with its event: if this publish fails (or this process dies
         // now) the outbox relay publishes it, so the request is not lost.
@@ -212,25 +224,27 @@ impl Api {
         tracing::info!(investigation = %id, by = %caller.name, "investigation requested");
         metrics::counter!("tracelab_investigations_created_total").increment(1);
         let view = self.get(&id.0).await?;
-        self.notify("created", &view);
-        Ok(view)
+        self.notify("created", &view, None).await;
+        Ok((view, true))
     }
 
-    /// Sends a stage's webhook in the background (nothing without receivers).
-    pub(crate) fn notify<T: Serialize>(&self, kind: &'static str, view: &T) {
-        let Some(hooks) = &self.webhooks else {
+    /// Stores a stage's webhooks and Jira comment for the dispatcher
+    /// (nothing when neither is configured). `data` is what webhooks carry
+    /// (default: the view). Never fails the stage: an error is logged.
+    pub(crate) async fn notify(
+        &self,
+        kind: &'static str,
+        view: &InvestigationView,
+        data: Option<Value>,
+    ) {
+        let Some(out) = &self.outgoing else {
             return;
         };
-        let data = serde_json::to_value(view).unwrap_or_default();
-        let investigation_id = data["id"].as_str().unwrap_or_default().to_string();
-        hooks.spawn(
-            self.store.clone(),
-            crate::webhooks::Event {
-                kind,
-                investigation_id,
-                data,
-            },
-        );
+        let view_json = serde_json::to_value(view).unwrap_or_default();
+        let data = data.unwrap_or_else(|| view_json.clone());
+        if let Err(e) = out.enqueue(kind, &view.id, &data, &view_json).await {
+            tracing::error!(investigation = %view.id, event = kind, error = %e, "notifications not stored");
+        }
     }
 
     /// Fills what the request left out from stored evidence: the test
@@ -373,7 +387,8 @@ impl Api {
             self.resolve_groups(&investigation).await;
         }
         let view = self.get(id).await?;
-        self.notify(if approve { "approved" } else { "rejected" }, &view);
+        self.notify(if approve { "approved" } else { "rejected" }, &view, None)
+            .await;
         Ok(view)
     }
 }

@@ -12,7 +12,9 @@
 pub mod api;
 pub mod auth;
 pub mod dashboard;
+pub mod delivery;
 pub mod grpc;
+pub mod jira;
 pub mod openapi;
 pub mod proposer;
 pub mod pull_request;
@@ -70,6 +72,12 @@ pub struct Settings {
     pub pull_requests: pull_request::PullRequestSettings,
     /// Signed outgoing webhooks per stage (`webhooks.urls`, `webhooks.secret_file`).
     pub webhooks: webhooks::WebhookSettings,
+    /// Jira: issues start investigations (`jira.intake`), decisions are
+    /// commented on them (`jira.base_url`, `jira.token_file`).
+    pub jira: jira::JiraSettings,
+    /// How often the dispatcher of webhooks and Jira comments looks for
+    /// retries and for what another process (or a restart) left.
+    pub notifications_poll_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -112,6 +120,8 @@ impl Default for Settings {
             review: Default::default(),
             pull_requests: Default::default(),
             webhooks: Default::default(),
+            jira: Default::default(),
+            notifications_poll_ms: 1000,
         }
     }
 }
@@ -143,7 +153,19 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
             &settings.pull_requests,
             &settings.fleet.repositories,
         )?,
-        webhooks: webhooks::Webhooks::new(&settings.webhooks)?.map(Arc::new),
+        outgoing: Some(Arc::new(delivery::Outgoing::new(
+            store.clone(),
+            webhooks::Webhooks::new(&settings.webhooks)?,
+            jira::client::Client::new(&settings.jira)?,
+            &settings.jira,
+        )))
+        .filter(|o| !o.is_empty()),
+    });
+    let dispatcher = api.outgoing.clone().map(|out| {
+        tokio::spawn(out.run(
+            Duration::from_millis(settings.notifications_poll_ms.max(10)),
+            shutdown.clone(),
+        ))
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
     let (every, grace) = settings.fleet.outbox_relay();
@@ -155,6 +177,9 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
     let mut router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
+    if let Some(jira) = jira::webhook::router(api.clone(), &settings.jira.intake)? {
+        router = router.merge(jira);
+    }
     if settings.dashboard.enabled {
         router = router.merge(dashboard::router(
             api.clone(),
@@ -213,6 +238,31 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
             },
         ))
     });
+    // The arbiter decides; webhooks and Jira hear of it from its event.
+    let decided = api.outgoing.is_some().then(|| {
+        let spec = worker::with_delivery(
+            ConsumerSpec::new(topology.investigations_stream(), delivery::DECIDED_DURABLE)
+                .filter(topology.investigation_steps(steps::DECIDED)),
+            settings.ack_wait_seconds,
+            settings.max_deliveries,
+        );
+        let options = WorkerOptions {
+            name: "notifications".into(),
+            ..options.clone()
+        };
+        let api = api.clone();
+        let bus: Arc<dyn Bus> = bus.clone();
+        tokio::spawn(worker::run(
+            bus,
+            spec,
+            options,
+            shutdown.clone(),
+            move |d| {
+                let api = api.clone();
+                async move { delivery::on_decided(&api, &d).await }
+            },
+        ))
+    });
     tracing::info!(rest = %settings.listen, grpc = %settings.grpc_listen, auto_investigate = settings.auto_investigate, "investigator ready");
     worker::run_pool(
         settings.concurrency,
@@ -228,6 +278,12 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     .await?;
     if let Some(s) = suggested {
         s.await??;
+    }
+    if let Some(d) = decided {
+        d.await??;
+    }
+    if let Some(d) = dispatcher {
+        d.await?;
     }
     rest_server.await??;
     grpc_server.await??;

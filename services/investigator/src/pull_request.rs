@@ -94,10 +94,10 @@ impl Api {
                     .record_pull_request(&investigation, &caller.name, caller.role.as_str(), &link)
                     .await?;
                 tracing::info!(%investigation, url = %stored.url, by = %caller.name, "draft pull request opened");
-                self.notify(
-                    "pull_request_opened",
-                    &serde_json::json!({"id": id, "pull_request": &stored}),
-                );
+                if let Ok(view) = self.get(id).await {
+                    let data = serde_json::json!({"id": id, "pull_request": &stored});
+                    self.notify("pull_request_opened", &view, Some(data)).await;
+                }
                 Ok(stored.into())
             }
             Err(e) => {

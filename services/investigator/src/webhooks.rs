@@ -1,9 +1,10 @@
 //! Signed outgoing webhooks: each stage of an investigation (`created`,
-//! `approved`, `rejected`, `pull_request_opened`) is POSTed as JSON to
-//! every configured URL, signed so the receiver can tell it came from this
-//! deployment and is fresh, retried with exponential backoff, and every
-//! attempt is logged on the investigation (`webhook_deliveries`, shown on
-//! its dashboard page).
+//! `decided`, `approved`, `rejected`, `pull_request_opened`) is POSTed as
+//! JSON to every configured URL, signed so the receiver can tell it came
+//! from this deployment and is fresh. Each delivery is stored before it is
+//! sent (`crate::delivery`: retried with exponential backoff, resumed after
+//! a restart), and every attempt is logged on the investigation
+//! (`webhook_deliveries`, shown on its dashboard page).
 //!
 //! Signature (docs/review.md has a receiver's recipe):
 //!
@@ -24,8 +25,6 @@ use sha2::Sha256;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tracelab_domain::{Error, Result};
-use tracelab_store::PgStore;
-use tracelab_store::webhooks::WebhookDelivery;
 
 pub const SIGNATURE_HEADER: &str = "x-tracelab-signature";
 pub const EVENT_HEADER: &str = "x-tracelab-event";
@@ -47,6 +46,8 @@ pub struct WebhookSettings {
     pub attempts: u32,
     /// Wait before the second attempt; doubled before each further one.
     pub first_retry_ms: u64,
+    /// The longest wait between two attempts.
+    pub max_retry_ms: u64,
     /// Longest one attempt may take.
     pub timeout_seconds: u64,
 }
@@ -57,8 +58,9 @@ impl Default for WebhookSettings {
             urls: Vec::new(),
             secret: String::new(),
             secret_file: String::new(),
-            attempts: 5,
+            attempts: 10,
             first_retry_ms: 1000,
+            max_retry_ms: 3_600_000,
             timeout_seconds: 10,
         }
     }
@@ -121,23 +123,19 @@ pub fn verify(
         .map_err(|_| "signature mismatch")
 }
 
-/// One stage of one investigation.
-#[derive(Debug, Clone)]
-pub struct Event {
-    /// `created`, `decided`, `approved`, `rejected`, `pull_request_opened`.
-    pub kind: &'static str,
-    pub investigation_id: String,
-    /// What the receiver gets under `data` (the investigation as the API shows it).
-    pub data: Value,
-}
-
-/// The configured receivers and how to reach them.
+/// The configured receivers and how to reach them. Deliveries are stored
+/// first and sent by the dispatcher (`crate::delivery`), which calls
+/// [`Webhooks::send`] once per attempt.
 pub struct Webhooks {
     client: reqwest::Client,
     urls: Vec<String>,
     secret: Vec<u8>,
-    attempts: u32,
-    first_retry: Duration,
+    /// Attempts per event and URL, the first included.
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled before each further one.
+    pub first_retry: Duration,
+    /// The longest wait between two attempts.
+    pub max_retry: Duration,
 }
 
 impl Webhooks {
@@ -153,19 +151,11 @@ impl Webhooks {
                 )));
             }
         }
-        let secret = if !settings.secret_file.is_empty() {
-            std::fs::read_to_string(&settings.secret_file)
-                .map_err(|e| {
-                    Error::invalid(format!(
-                        "webhooks.secret_file {}: {e}",
-                        settings.secret_file
-                    ))
-                })?
-                .trim()
-                .to_string()
-        } else {
-            settings.secret.trim().to_string()
-        };
+        let secret = crate::jira::secret(
+            "webhooks.secret_file",
+            &settings.secret,
+            &settings.secret_file,
+        )?;
         if secret.len() < 16 {
             return Err(Error::invalid(
                 "webhooks need a signing secret of at least 16 characters (webhooks.secret_file)",
@@ -183,62 +173,34 @@ impl Webhooks {
             secret: secret.into_bytes(),
             attempts: settings.attempts.max(1),
             first_retry: Duration::from_millis(settings.first_retry_ms),
+            max_retry: Duration::from_millis(settings.max_retry_ms),
         }))
     }
 
-    /// Sends `event` to every URL, retrying each until delivered or out of
-    /// attempts, and logs every attempt. Returns how many URLs got it.
-    pub async fn deliver(&self, store: &PgStore, event: &Event) -> usize {
-        let mut delivered = 0;
-        for (n, url) in self.urls.iter().enumerate() {
-            let at = OffsetDateTime::now_utc();
-            let delivery_id = format!(
-                "{}-{}-{}-{n}",
-                event.investigation_id,
-                event.kind,
-                at.unix_timestamp_nanos()
-            );
-            let body = json!({
-                "event": event.kind,
-                "delivery": delivery_id,
-                "investigation_id": event.investigation_id,
-                "at": at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
-                "data": event.data,
-            })
-            .to_string();
-            let mut wait = self.first_retry;
-            for attempt in 1..=self.attempts {
-                let (status, error) = self.attempt(url, event.kind, &delivery_id, &body).await;
-                let ok = error.is_none();
-                let row = WebhookDelivery {
-                    investigation_id: event.investigation_id.clone(),
-                    event: event.kind.to_string(),
-                    delivery_id: delivery_id.clone(),
-                    url: url.clone(),
-                    attempt,
-                    delivered: ok,
-                    http_status: status,
-                    error,
-                    at: None,
-                };
-                if let Err(e) = store.record_webhook_delivery(&row).await {
-                    tracing::error!(error = %e, "cannot log a webhook delivery");
-                }
-                if ok {
-                    delivered += 1;
-                    break;
-                }
-                tracing::warn!(%url, event = event.kind, attempt, error = ?row.error, "webhook not delivered");
-                if attempt < self.attempts {
-                    tokio::time::sleep(wait).await;
-                    wait = wait.saturating_mul(2);
-                }
-            }
-        }
-        delivered
+    /// The receivers.
+    pub fn urls(&self) -> &[String] {
+        &self.urls
     }
 
-    async fn attempt(
+    /// What a receiver gets for one event: `{"event", "delivery",
+    /// "investigation_id", "at", "data"}`, the same bytes on every attempt.
+    pub fn payload(kind: &str, delivery_id: &str, investigation_id: &str, data: &Value) -> Value {
+        let at = OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        json!({
+            "event": kind,
+            "delivery": delivery_id,
+            "investigation_id": investigation_id,
+            "at": at,
+            "data": data,
+        })
+    }
+
+    /// One attempt, signed now: the receiver's HTTP status when it
+    /// answered, and why the event is not delivered when it is not (any
+    /// answer but 2xx).
+    pub async fn send(
         &self,
         url: &str,
         kind: &str,
@@ -268,15 +230,6 @@ impl Webhooks {
             // Without the URL: it may carry credentials.
             Err(e) => (None, Some(format!("not sent: {}", e.without_url()))),
         }
-    }
-
-    /// [`Webhooks::deliver`] in the background: a stage's request does not
-    /// wait for receivers.
-    pub fn spawn(self: &std::sync::Arc<Self>, store: PgStore, event: Event) {
-        let hooks = self.clone();
-        tokio::spawn(async move {
-            hooks.deliver(&store, &event).await;
-        });
     }
 }
 

@@ -1,0 +1,213 @@
+//! `POST /v1/jira/webhook`: Jira's issue webhook starts an investigation.
+//!
+//! It lives on the investigator's API port, beside `POST
+//! /api/investigations`, because starting an investigation is that
+//! endpoint's work (the stored request and its `requested` event in one
+//! transaction, the repository and command checks): ingest takes evidence,
+//! not requests. The caller is Jira, which holds no API token, so the
+//! check is the shared secret (query parameter or header, compared in
+//! constant time) instead of a bearer token.
+//!
+//! Answers: 201 started, 200 the same issue and inputs again (the
+//! investigation already started), 202 nothing to do (no label, another
+//! event, a project not served) with the reason, 400 a payload that cannot
+//! be read (missing fields) with the reason, 401 a missing or wrong secret,
+//! 413 a body over `jira.intake.max_body_bytes`, and the API's own answers
+//! for a repository or command it refuses (400/403) or a store that is
+//! down (503, which Jira retries).
+
+use super::intake::{self, Intake};
+use super::{IntakeSettings, secret};
+use crate::api::{Api, CreateRequest};
+use crate::auth::{Caller, Role};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracelab_domain::{Error, Result};
+
+pub const PATH: &str = "/v1/jira/webhook";
+
+struct Endpoint {
+    api: Arc<Api>,
+    settings: IntakeSettings,
+    secret: Vec<u8>,
+}
+
+/// The route, or `None` when `jira.intake.enabled` is off. Refuses to
+/// start without a secret of at least 16 characters or without a place
+/// to carry it.
+pub fn router(api: Arc<Api>, settings: &IntakeSettings) -> Result<Option<Router>> {
+    if !settings.enabled {
+        return Ok(None);
+    }
+    let secret = secret(
+        "jira.intake.secret_file",
+        &settings.secret,
+        &settings.secret_file,
+    )?;
+    if secret.len() < 16 {
+        return Err(Error::invalid(
+            "jira.intake needs a shared secret of at least 16 characters (jira.intake.secret_file)",
+        ));
+    }
+    if settings.secret_query.is_empty() && settings.secret_header.is_empty() {
+        return Err(Error::invalid(
+            "jira.intake: secret_query and secret_header are both empty; the secret must arrive somewhere",
+        ));
+    }
+    if settings.label.trim().is_empty() {
+        return Err(Error::invalid("jira.intake.label is empty"));
+    }
+    let state = Arc::new(Endpoint {
+        api,
+        settings: settings.clone(),
+        secret: secret.into_bytes(),
+    });
+    Ok(Some(
+        Router::new()
+            .route(PATH, post(receive))
+            .layer(DefaultBodyLimit::max(settings.max_body_bytes.max(1024)))
+            .with_state(state),
+    ))
+}
+
+fn answer(status: StatusCode, body: Value) -> Response {
+    (status, Json(body)).into_response()
+}
+
+fn refuse(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    answer(
+        status,
+        json!({"error": {"kind": kind, "message": message.into()}}),
+    )
+}
+
+/// Equal in time independent of where they differ (digests of both, so
+/// the length leaks nothing either).
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    let (a, b) = (Sha256::digest(given), Sha256::digest(expected));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+async fn receive(
+    State(state): State<Arc<Endpoint>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let s = &state.settings;
+    let from_query = (!s.secret_query.is_empty())
+        .then(|| query.get(&s.secret_query))
+        .flatten()
+        .map(String::as_bytes);
+    let from_header = (!s.secret_header.is_empty())
+        .then(|| headers.get(s.secret_header.as_str()))
+        .flatten()
+        .map(|v| v.as_bytes());
+    let Some(given) = from_header.or(from_query) else {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "no shared secret: give it as ?secret= or in the configured header",
+        );
+    };
+    if !same_secret(given, &state.secret) {
+        tracing::warn!("Jira webhook with a wrong secret refused");
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "wrong shared secret",
+        );
+    }
+    let payload: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                format!("the body is not JSON: {e}"),
+            );
+        }
+    };
+    let start = match intake::read(&payload, s) {
+        Err(why) => {
+            tracing::info!(why = %why, "Jira webhook refused");
+            return refuse(StatusCode::BAD_REQUEST, "invalid_argument", why);
+        }
+        Ok(Intake::Ignored(why)) => {
+            tracing::info!(why = %why, "Jira webhook ignored");
+            return answer(
+                StatusCode::ACCEPTED,
+                json!({"status": "ignored", "reason": why}),
+            );
+        }
+        Ok(Intake::Start(start)) => start,
+    };
+    let request = CreateRequest {
+        repository: start.repository.clone(),
+        test_command: Some(start.test.clone()),
+        good: start.good.clone(),
+        bad: start.bad.clone(),
+        issue_id: Some(start.issue_key.clone()),
+        ..CreateRequest::default()
+    };
+    let caller = Caller {
+        name: start.requested_by.clone(),
+        role: Role::Reviewer,
+    };
+    match state
+        .api
+        .create_once(request, &caller, Some(&start.dedupe_key))
+        .await
+    {
+        Ok((view, created)) => {
+            tracing::info!(issue = %start.issue_key, investigation = %view.id, created, "Jira issue investigated");
+            let (status, word) = if created {
+                (StatusCode::CREATED, "started")
+            } else {
+                (StatusCode::OK, "existing")
+            };
+            answer(
+                status,
+                json!({"status": word, "issue": start.issue_key, "investigation_id": view.id, "state": view.state}),
+            )
+        }
+        Err(e) => {
+            tracing::warn!(issue = %start.issue_key, error = %e, "Jira issue not investigated");
+            let status = StatusCode::from_u16(e.kind.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            refuse(
+                status,
+                e.kind.name(),
+                format!("issue {}: {}", start.issue_key, e.message),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(super::same_secret(b"0123456789abcdef", b"0123456789abcdef"));
+        assert!(!super::same_secret(
+            b"0123456789abcdeX",
+            b"0123456789abcdef"
+        ));
+        assert!(!super::same_secret(
+            b"0123456789abcdef0",
+            b"0123456789abcdef"
+        ));
+        assert!(!super::same_secret(b"", b"0123456789abcdef"));
+    }
+}
