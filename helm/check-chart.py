@@ -225,6 +225,12 @@ def expected_secret_files(name, values, secret_name):
         want["TRACELAB__REPAIR__LLM__API_KEY"] = (values["verifier"]["llmApiKey"]["existingSecret"],
                                                   values["verifier"]["llmApiKey"]["existingSecretKey"])
     if name == "investigator":
+        for env, v, present in (("TRACELAB__WEBHOOKS__SECRET", values["webhooks"], values["webhooks"]["urls"]),
+                                ("TRACELAB__JIRA__TOKEN", values["jira"], values["jira"]["base_url"]),
+                                ("TRACELAB__JIRA__INTAKE__SECRET", values["jira"]["intake"],
+                                 values["jira"]["intake"]["enabled"])):
+            if present:
+                want[env] = (v["existingSecret"] or secret_name, v["existingSecretKey"])
         for host, h in values["pullRequests"]["hosts"].items():
             want[f"TRACELAB__PULL_REQUESTS__HOSTS__{host.upper()}__TOKEN"] = (
                 (h["existingSecret"], h["existingSecretKey"]) if h.get("existingSecret")
@@ -610,6 +616,15 @@ def check_network_policies(by_kind, deployments, values, c, scenario):
                       if "cidr" in api else None)
                 c.that(any(r.get("to") == to and {p for p, _ in rule_ports(r)} == set(api["ports"]) for r in egress),
                        f"{where}: no egress to the code-host API {api}")
+        for key, present in (("webhookReceivers", values["webhooks"]["urls"]), ("jira", values["jira"]["base_url"])):
+            if name == "investigator" and present:
+                # Webhook receivers and the Jira site, from the investigator only.
+                for dest in np_values[key] or [{"ports": [443]}]:
+                    want |= set(dest["ports"])
+                    to = ([{"ipBlock": {"cidr": dest["cidr"], **({"except": dest["except"]} if dest.get("except") else {})}}]
+                          if "cidr" in dest else None)
+                    c.that(any(r.get("to") == to and {p for p, _ in rule_ports(r)} == set(dest["ports"]) for r in egress),
+                           f"{where}: no egress to networkPolicy.{key} {dest}")
         model_rules = []
         if name == "verifier" and (values["verifier"]["settings"].get("repair") or {}).get("mode") in ("llm", "all"):
             # The model server, by address only: never an open port.
@@ -769,6 +784,37 @@ SCENARIOS = [
         "verifier": {"settings": {"repair": {"mode": "all", "llm": {"base_url": "https://llm.example.com/v1",
                                                                    "model": "coder"}}}},
     }), False, "networkPolicy.modelServers"),
+    ("webhooks and Jira: chart secrets, narrowed egress", merge(PG, {
+        "webhooks": {"urls": ["https://hooks.example.com/tracelab"], "secret": "whsec-0123456789abcdef",
+                     "settings": {"attempts": 8}},
+        "jira": {"base_url": "https://acme.atlassian.net", "user": "bot@example.com", "token": "jira-tok-SECRET",
+                 "dashboard_url": "https://tracelab.example.com",
+                 "intake": {"enabled": True, "secret": "jira-intake-0123456789",
+                            "settings": {"projects": {"PVS": {"repository": "https://github.com/acme/shop"}},
+                                         "fields": {"test": "customfield_10051"}}}},
+        "networkPolicy": {"webhookReceivers": [{"cidr": "203.0.113.0/24", "ports": [443]}],
+                          "jira": [{"cidr": "185.166.140.0/22", "ports": [443]}]},
+    }), True, None, {"webhooks": {"urls": ["https://hooks.example.com/tracelab"], "attempts": 8},
+                     "jira": {"base_url": "https://acme.atlassian.net", "flavor": "cloud", "user": "bot@example.com",
+                              "dashboard_url": "https://tracelab.example.com",
+                              "intake": {"enabled": True, "label": "tracelab",
+                                         "projects": {"PVS": {"repository": "https://github.com/acme/shop"}},
+                                         "fields": {"test": "customfield_10051"}}},
+                     "secret_values": ["whsec-0123456789abcdef", "jira-tok-SECRET", "jira-intake-0123456789"]}),
+    ("webhooks and Jira from existing Secrets, Jira Server, open egress", merge(PG, {
+        "webhooks": {"urls": ["https://hooks.example.com/a", "http://receiver.apps.svc/b"],
+                     "existingSecret": "hooks", "existingSecretKey": "signing"},
+        "jira": {"base_url": "https://jira.example.com", "flavor": "server", "existingSecret": "jira",
+                 "existingSecretKey": "pat"},
+    }), True, None, {"webhooks": {"urls": ["https://hooks.example.com/a", "http://receiver.apps.svc/b"]},
+                     "jira": {"base_url": "https://jira.example.com", "flavor": "server",
+                              "intake": {"enabled": False}}}),
+    ("webhooks without a secret", merge(PG, {"webhooks": {"urls": ["https://hooks.example.com/t"]}}),
+     False, "webhooks.secret"),
+    ("Jira without a token", merge(PG, {"jira": {"base_url": "https://acme.atlassian.net", "user": "b@example.com"}}),
+     False, "jira.token"),
+    ("the Jira intake without a secret", merge(PG, {"jira": {"intake": {"enabled": True}}}),
+     False, "jira.intake.secret"),
     ("a pull-request host without a token", merge(PG, {"pullRequests": {"hosts": {"github": {"host": "github.com"}}}}),
      False, "API token"),
     ("a pull-request host name that is no setting name", merge(PG, {"pullRequests": {"hosts": {
@@ -800,6 +846,21 @@ def check_expectations(text, expect, c, scenario):
             got = inv.get("review", {}).get("forbid_self_approval")
             c.that(got == expect["forbid_self_approval"], f"{scenario}: review.forbid_self_approval {got}")
         c.that("ghp_example" not in "".join(config.values()), f"{scenario}: a code-host token in the ConfigMap")
+    for table in ("webhooks", "jira"):
+        if table in expect:
+            got = tomllib.loads(config.get("investigator.toml", "")).get(table, {})
+
+            def within(want, have):
+                return all(within(v, have.get(k)) if isinstance(v, dict) and isinstance(have.get(k), dict)
+                           else have.get(k) == v for k, v in want.items())
+            c.that(within(expect[table], got), f"{scenario}: [{table}] = {got}")
+            c.that(not {"secret", "secret_file", "token", "token_file", "existingSecret"} & set(got)
+                   and not {"secret", "secret_file", "existingSecret"} & set(got.get("intake", {})),
+                   f"{scenario}: a secret or Secret reference in [{table}]: {got}")
+    for value in expect.get("secret_values", []):
+        c.that(value not in "".join(config.values()), f"{scenario}: a secret in the ConfigMap")
+        chart_secrets = "".join(str(d.get("stringData", {})) for d in docs if d["kind"] == "Secret")
+        c.that(value in chart_secrets, f"{scenario}: {value[:6]}… not in the chart's Secret")
     for so in (d for d in docs if d["kind"] == "ScaledObject"):
         meta = so["spec"]["triggers"][0]["metadata"]
         if "stream" in expect:

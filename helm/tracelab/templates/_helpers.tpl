@@ -176,6 +176,18 @@ The secrets one service reads, as JSON {"files": [...]}: (dict "root" $
 {{- $files = append $files (dict "env" (printf "TRACELAB__PULL_REQUESTS__HOSTS__%s__TOKEN" (upper $name)) "file" (printf "pull-request-token-%s" $name) "secret" (default (include "tracelab.secretName" $root) (get $h "existingSecret")) "key" (include "tracelab.pullRequestTokenKey" (dict "name" $name "host" $h))) -}}
 {{- end -}}
 {{- end -}}
+{{- /* The webhook signing secret and Jira's token and intake secret. */ -}}
+{{- if eq .service "investigator" -}}
+{{- if $root.Values.webhooks.urls -}}
+{{- $files = append $files (dict "env" "TRACELAB__WEBHOOKS__SECRET" "file" "webhook-secret" "secret" (default (include "tracelab.secretName" $root) $root.Values.webhooks.existingSecret) "key" (include "tracelab.secretKey" (dict "what" "webhooks" "v" $root.Values.webhooks "value" "secret"))) -}}
+{{- end -}}
+{{- if $root.Values.jira.base_url -}}
+{{- $files = append $files (dict "env" "TRACELAB__JIRA__TOKEN" "file" "jira-token" "secret" (default (include "tracelab.secretName" $root) $root.Values.jira.existingSecret) "key" (include "tracelab.secretKey" (dict "what" "jira" "v" $root.Values.jira "value" "token"))) -}}
+{{- end -}}
+{{- if $root.Values.jira.intake.enabled -}}
+{{- $files = append $files (dict "env" "TRACELAB__JIRA__INTAKE__SECRET" "file" "jira-intake-secret" "secret" (default (include "tracelab.secretName" $root) $root.Values.jira.intake.existingSecret) "key" (include "tracelab.secretKey" (dict "what" "jira.intake" "v" $root.Values.jira.intake "value" "secret"))) -}}
+{{- end -}}
+{{- end -}}
 {{- /* The LLM patch agent's model server key. */ -}}
 {{- if and (eq .service "verifier") $root.Values.verifier.llmApiKey.existingSecret -}}
 {{- $k := $root.Values.verifier.llmApiKey -}}
@@ -209,6 +221,20 @@ Checks the host's name and that a token is given.
 {{- end -}}
 
 {{/*
+The Secret key of a secret the chart may hold: (dict "what" "webhooks" "v"
+$values "value" "secret"): existingSecretKey of existingSecret, else the
+chart Secret's key, which needs the value.
+*/}}
+{{- define "tracelab.secretKey" -}}
+{{- if .v.existingSecret -}}
+{{- required (printf "%s.existingSecretKey: the key of %s that holds it" .what .v.existingSecret) .v.existingSecretKey -}}
+{{- else -}}
+{{- $_ := required (printf "%s.%s (or %s.existingSecret with existingSecretKey) is required" .what .value .what) (get .v .value) -}}
+{{- .v.existingSecretKey -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The investigator's [pull_requests] and [review] settings as JSON: each
 host's keys but its token and Secret reference (those come from a file).
 */}}
@@ -220,6 +246,17 @@ host's keys but its token and Secret reference (those come from a file).
 {{- $out := dict "review" (dict "forbid_self_approval" (ne (toString .Values.review.forbidSelfApproval) "false")) -}}
 {{- if $hosts -}}
 {{- $_ := set $out "pull_requests" (dict "hosts" $hosts) -}}
+{{- end -}}
+{{- with .Values.webhooks -}}
+{{- if .urls -}}
+{{- $_ := set $out "webhooks" (merge (dict "urls" .urls) (omit (default (dict) .settings) "secret" "secret_file" "urls")) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.jira -}}
+{{- if or .base_url .intake.enabled -}}
+{{- $intake := merge (dict "enabled" (eq (toString .intake.enabled) "true") "label" .intake.label) (omit (default (dict) .intake.settings) "secret" "secret_file" "enabled" "label") -}}
+{{- $_ := set $out "jira" (dict "base_url" .base_url "flavor" .flavor "user" .user "dashboard_url" .dashboard_url "intake" $intake) -}}
+{{- end -}}
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
