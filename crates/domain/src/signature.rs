@@ -54,14 +54,17 @@ impl FailureSignature {
 
     /// Whether `other` (a probe's failure) is the same failure as `self` (the baseline).
     ///
-    /// With test ids, the probe must fail at least one baseline test; with error
-    /// types, they must share one; otherwise the normalised last lines must agree.
+    /// With test ids, the probe must fail at least one baseline test (a
+    /// collection error, `ERROR path`, counts only when the baseline is made
+    /// of collection errors alone: a file that does not collect is then the
+    /// failure); with error types, they must share one; otherwise the
+    /// normalised last lines must agree.
     pub fn matches(&self, other: &FailureSignature) -> bool {
         if !self.failing_tests.is_empty() {
-            let shares_test = self
-                .failing_tests
-                .iter()
-                .any(|t| !t.starts_with("ERROR ") && other.failing_tests.contains(t));
+            let only_collection = self.failing_tests.iter().all(|t| t.starts_with("ERROR "));
+            let shares_test = self.failing_tests.iter().any(|t| {
+                (only_collection || !t.starts_with("ERROR ")) && other.failing_tests.contains(t)
+            });
             if !shares_test {
                 return false;
             }
@@ -197,6 +200,17 @@ mod tests {
         assert!(base.matches(&same));
         assert!(!base.matches(&other));
         assert!(!base.matches(&collection));
+    }
+
+    #[test]
+    fn a_file_that_does_not_collect_is_the_same_failure_when_that_is_all_there_is() {
+        let collection = |file: &str, error: &str| {
+            FailureSignature::from_output(Runner::Pytest, &format!("E   {error}\nERROR {file}\n"))
+        };
+        let base = collection("tests/t.py", "ImportError");
+        assert!(base.matches(&collection("tests/t.py", "ImportError")));
+        assert!(!base.matches(&collection("tests/u.py", "ImportError")));
+        assert!(!base.matches(&collection("tests/t.py", "SyntaxError")));
     }
 
     #[test]
