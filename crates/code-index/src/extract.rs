@@ -208,9 +208,11 @@ impl<'s> Walker<'s> {
         match self.language {
             Language::Python => self.python_definition(node, scope),
             Language::Rust => self.rust_definition(node, scope),
-            Language::JavaScript | Language::TypeScript => self.javascript_definition(node, scope),
+            Language::Javascript | Language::Typescript => self.javascript_definition(node, scope),
             Language::Go => self.go_definition(node, scope),
             Language::Java => self.java_definition(node, scope),
+            // No grammar, so `parse_file` never walks such a file.
+            Language::C | Language::Unknown => None,
         }
     }
 
@@ -230,9 +232,10 @@ impl<'s> Walker<'s> {
         match self.language {
             Language::Python => self.python_other(node, scope),
             Language::Rust => self.rust_other(node, scope),
-            Language::JavaScript | Language::TypeScript => self.javascript_other(node, scope),
+            Language::Javascript | Language::Typescript => self.javascript_other(node, scope),
             Language::Go => self.go_other(node, scope),
             Language::Java => self.java_other(node, scope),
+            Language::C | Language::Unknown => {}
         }
     }
 

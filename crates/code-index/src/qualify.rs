@@ -17,12 +17,14 @@ pub fn module_of(language: Language, path: &str, parsed: &ParsedFile) -> String 
     match language {
         Language::Python => python_module(path),
         Language::Rust => rust_module(path),
-        Language::JavaScript | Language::TypeScript => strip_ext(path).to_string(),
+        Language::Javascript | Language::Typescript => strip_ext(path).to_string(),
         Language::Go => match path.rsplit_once('/') {
             Some((dir, _)) => dir.to_string(),
             None => parsed.module_hint.clone().unwrap_or_else(|| "main".into()),
         },
         Language::Java => parsed.module_hint.clone().unwrap_or_default(),
+        // Never indexed (no grammar): the path is the only name there is.
+        Language::C | Language::Unknown => strip_ext(path).to_string(),
     }
 }
 
@@ -31,7 +33,7 @@ pub fn qualified_name(language: Language, module: &str, local: &str) -> String {
     let prefix = language.prefix();
     match language {
         Language::Rust => format!("{prefix}:{module}::{local}"),
-        Language::JavaScript | Language::TypeScript => format!("{prefix}:{module}#{local}"),
+        Language::Javascript | Language::Typescript => format!("{prefix}:{module}#{local}"),
         _ if module.is_empty() => format!("{prefix}:{local}"),
         _ => format!("{prefix}:{module}.{local}"),
     }

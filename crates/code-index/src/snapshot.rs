@@ -319,7 +319,7 @@ impl<'a> Resolver<'a> {
                 }
                 base.join(".")
             }
-            Language::JavaScript | Language::TypeScript if module.starts_with('.') => {
+            Language::Javascript | Language::Typescript if module.starts_with('.') => {
                 let dir = self.snap.files[fi]
                     .path
                     .rsplit_once('/')
@@ -346,7 +346,7 @@ impl<'a> Resolver<'a> {
         let found: Vec<usize> = match self.by_module.get(key.as_str()) {
             Some(files) => files.clone(),
             None => match lang {
-                Language::JavaScript | Language::TypeScript => self
+                Language::Javascript | Language::Typescript => self
                     .by_module
                     .get(format!("{key}/index").as_str())
                     .cloned()

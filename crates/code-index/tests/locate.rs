@@ -87,7 +87,7 @@ fn hard_filters_and_the_embedding_component() {
     let r = git2::Repository::open(repo.path()).unwrap();
     let indexer = Indexer::in_memory();
     let js_only = LocateOptions {
-        languages: vec![Language::JavaScript],
+        languages: vec![Language::Javascript],
         ..LocateOptions::default()
     };
     let loc = Locator::build(&r, &indexer, &js_only)

@@ -18,18 +18,10 @@ pub enum FailureKind {
     BuildError,
 }
 
-/// The language (runtime) a failure belongs to, as far as the parser could tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Language {
-    Python,
-    Java,
-    Javascript,
-    Go,
-    Rust,
-    C,
-    Unknown,
-}
+/// The language (runtime) a failure belongs to, as far as the parser could
+/// tell: the domain's one language vocabulary (the parsers never say
+/// `Typescript`; a Node trace is `Javascript`).
+pub use tracelab_domain::Language;
 
 /// The input format `parse` detected (or was told to use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

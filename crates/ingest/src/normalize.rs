@@ -322,7 +322,7 @@ pub fn normalize_function(f: &str, lang: Language) -> String {
             let s = s.strip_suffix("(...)").unwrap_or(&s);
             s.to_owned()
         }
-        Language::Javascript => {
+        Language::Javascript | Language::Typescript => {
             let mut s = f.to_owned();
             for p in ["async ", "new "] {
                 if let Some(r) = s.strip_prefix(p) {
@@ -435,7 +435,7 @@ fn library_frame(frame: &Frame, lang: Language) -> bool {
         // A frame without a file is a builtin (`Promise.all`, `Array.map`);
         // Node's own modules are `node:…`, `internal/…` or a bare core
         // module file (`events.js`, `net.js` before Node 16).
-        Language::Javascript => {
+        Language::Javascript | Language::Typescript => {
             file.is_empty()
                 || func.starts_with("node:")
                 || file.starts_with("internal/") && !file.contains("/src/")

@@ -22,14 +22,17 @@ pub struct Kinds {
     pub negate_prefix: &'static str,
 }
 
-pub fn kinds(language: Language) -> &'static Kinds {
-    match language {
+/// The node kinds of `language`'s grammar; `None` for a language without
+/// one (C, Unknown).
+pub fn kinds(language: Language) -> Option<&'static Kinds> {
+    Some(match language {
         Language::Python => &PYTHON,
-        Language::JavaScript | Language::TypeScript => &JAVASCRIPT,
+        Language::Javascript | Language::Typescript => &JAVASCRIPT,
         Language::Go => &GO,
         Language::Rust => &RUST,
         Language::Java => &JAVA,
-    }
+        Language::C | Language::Unknown => return None,
+    })
 }
 
 const PYTHON: Kinds = Kinds {

@@ -119,6 +119,9 @@ pub fn propose(targets: &[Target<'_>], failure: &str, limit: usize) -> Vec<Candi
 
 /// Edits inside the target's function, or none when it cannot be found.
 fn target_edits(target: &Target<'_>, language: Language, failure: &str) -> Vec<edits::Edit> {
+    let Some(kinds) = grammar::kinds(language) else {
+        return Vec::new();
+    };
     let Some(tree) = tracelab_syntax::parse(language, target.path, target.source) else {
         return Vec::new();
     };
@@ -140,7 +143,7 @@ fn target_edits(target: &Target<'_>, language: Language, failure: &str) -> Vec<e
     let walk = edits::Walk {
         source: target.source,
         language,
-        kinds: grammar::kinds(language),
+        kinds,
         failure,
     };
     walk.function(function)

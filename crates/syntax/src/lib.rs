@@ -9,20 +9,22 @@
 pub use tracelab_domain::Language;
 pub use tree_sitter;
 
-/// The tree-sitter grammar of `language`; TypeScript's TSX dialect is
-/// chosen by the path's extension.
-pub fn grammar(language: Language, path: &str) -> tree_sitter::Language {
-    match language {
+/// The tree-sitter grammar of `language`, `None` for a language the index
+/// does not parse (C, Unknown); TypeScript's TSX dialect is chosen by the
+/// path's extension.
+pub fn grammar(language: Language, path: &str) -> Option<tree_sitter::Language> {
+    Some(match language {
         Language::Python => tree_sitter_python::LANGUAGE.into(),
         Language::Rust => tree_sitter_rust::LANGUAGE.into(),
-        Language::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-        Language::TypeScript if path.ends_with(".tsx") => {
+        Language::Javascript => tree_sitter_javascript::LANGUAGE.into(),
+        Language::Typescript if path.ends_with(".tsx") => {
             tree_sitter_typescript::LANGUAGE_TSX.into()
         }
-        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        Language::Typescript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
         Language::Go => tree_sitter_go::LANGUAGE.into(),
         Language::Java => tree_sitter_java::LANGUAGE.into(),
-    }
+        Language::C | Language::Unknown => return None,
+    })
 }
 
 /// A parser for `language` (and `path`'s dialect), or `None` when the
@@ -30,7 +32,7 @@ pub fn grammar(language: Language, path: &str) -> tree_sitter::Language {
 /// callers report instead of panicking on).
 pub fn parser(language: Language, path: &str) -> Option<tree_sitter::Parser> {
     let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&grammar(language, path)).ok()?;
+    parser.set_language(&grammar(language, path)?).ok()?;
     Some(parser)
 }
 
@@ -50,17 +52,17 @@ mod tests {
             (Language::Python, "a.py", "def f(x):\n    return x + 1\n"),
             (Language::Rust, "a.rs", "fn f(x: u8) -> u8 { x + 1 }\n"),
             (
-                Language::JavaScript,
+                Language::Javascript,
                 "a.js",
                 "function f(x) { return x + 1; }\n",
             ),
             (
-                Language::TypeScript,
+                Language::Typescript,
                 "a.ts",
                 "function f(x: number): number { return x + 1; }\n",
             ),
             (
-                Language::TypeScript,
+                Language::Typescript,
                 "a.tsx",
                 "const A = () => <div>{1}</div>;\n",
             ),
@@ -86,7 +88,7 @@ mod tests {
         // The TSX dialect matters: JSX is an error in plain TypeScript.
         let jsx = "const A = () => <div>{1}</div>;\n";
         assert!(
-            parse(Language::TypeScript, "a.ts", jsx)
+            parse(Language::Typescript, "a.ts", jsx)
                 .unwrap()
                 .root_node()
                 .has_error()

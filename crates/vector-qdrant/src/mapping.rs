@@ -148,7 +148,7 @@ mod tests {
     fn filters_map_to_must_conditions() {
         assert!(filter(&Filter::default()).is_none());
         let f = filter(&Filter {
-            languages: vec![Language::Python, Language::TypeScript],
+            languages: vec![Language::Python, Language::Typescript],
             path_prefix: Some("src/a".into()),
             kind: Some("symbol".into()),
         })

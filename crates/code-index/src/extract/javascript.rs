@@ -17,10 +17,10 @@ impl Walker<'_> {
                 self.simple(node, SymbolKind::Class)
             }
             "method_definition" => self.simple(node, SymbolKind::Method),
-            "interface_declaration" if self.language == Language::TypeScript => {
+            "interface_declaration" if self.language == Language::Typescript => {
                 self.simple(node, SymbolKind::Interface)
             }
-            "enum_declaration" if self.language == Language::TypeScript => {
+            "enum_declaration" if self.language == Language::Typescript => {
                 self.simple(node, SymbolKind::Enum)
             }
             "variable_declarator" => {

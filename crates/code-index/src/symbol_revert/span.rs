@@ -20,7 +20,7 @@ pub(super) fn outer_span(language: Language, text: &str, node: Node<'_>) -> Rang
                 anchor = p;
             }
         }
-        Language::JavaScript | Language::TypeScript => {
+        Language::Javascript | Language::Typescript => {
             if anchor.kind() == "variable_declarator"
                 && let Some(p) = parent_of(anchor, &["lexical_declaration", "variable_declaration"])
                 && p.named_child_count() == 1
@@ -44,7 +44,7 @@ pub(super) fn outer_span(language: Language, text: &str, node: Node<'_>) -> Rang
                 anchor = p;
             }
         }
-        Language::Rust | Language::Java => {}
+        Language::Rust | Language::Java | Language::C | Language::Unknown => {}
     }
     let mut start = anchor.start_byte();
     if language != Language::Python {
