@@ -239,6 +239,25 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// Records a call whose callee is a plain identifier (`f(x)`) or a
+    /// member access (`o.f(x)`): `member` names the access's node kind, the
+    /// field holding the called name and the field holding the object, which
+    /// becomes the call's qualifier.
+    fn member_call(&mut self, node: Node, scope: Option<u32>, member: [&str; 3]) {
+        let [kind, name_field, object_field] = member;
+        let Some(f) = node.child_by_field_name("function") else {
+            return;
+        };
+        let call = match f.kind() {
+            "identifier" => Some((self.text(f), None)),
+            k if k == kind => self
+                .field_text(f, name_field)
+                .map(|n| (n, f.child_by_field_name(object_field).map(|o| self.text(o)))),
+            _ => None,
+        };
+        self.add_call(scope, node, call);
+    }
+
     fn add_call(&mut self, scope: Option<u32>, node: Node, call: Option<(&str, Option<&str>)>) {
         let (Some(scope), Some((name, qualifier))) = (scope, call) else {
             return;

@@ -43,16 +43,7 @@ impl Walker<'_> {
         let kind = node.kind();
         match kind {
             "call_expression" => {
-                if let Some(f) = node.child_by_field_name("function") {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "selector_expression" => self
-                            .field_text(f, "field")
-                            .map(|n| (n, f.child_by_field_name("operand").map(|o| self.text(o)))),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
+                self.member_call(node, scope, ["selector_expression", "field", "operand"])
             }
             "package_clause" => {
                 let mut c = node.walk();

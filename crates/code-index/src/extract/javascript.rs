@@ -93,16 +93,7 @@ impl Walker<'_> {
         let kind = node.kind();
         match kind {
             "call_expression" => {
-                if let Some(f) = node.child_by_field_name("function") {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "member_expression" => self
-                            .field_text(f, "property")
-                            .map(|n| (n, f.child_by_field_name("object").map(|o| self.text(o)))),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
+                self.member_call(node, scope, ["member_expression", "property", "object"])
             }
             "new_expression" => {
                 let call = node

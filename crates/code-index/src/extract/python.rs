@@ -19,19 +19,7 @@ impl Walker<'_> {
     pub(super) fn python_other(&mut self, node: Node, scope: Option<u32>) {
         let kind = node.kind();
         match kind {
-            "call" => {
-                if let Some(f) = node.child_by_field_name("function") {
-                    let call = match f.kind() {
-                        "identifier" => Some((self.text(f), None)),
-                        "attribute" => self.field_text(f, "attribute").map(|a| {
-                            let q = f.child_by_field_name("object").map(|o| self.text(o));
-                            (a, q)
-                        }),
-                        _ => None,
-                    };
-                    self.add_call(scope, node, call);
-                }
-            }
+            "call" => self.member_call(node, scope, ["attribute", "attribute", "object"]),
             "import_from_statement" => {
                 let module = node
                     .child_by_field_name("module_name")
