@@ -229,7 +229,8 @@ async fn pipeline(
     }
     if crate::repair::wanted(&ctx.config, &classification, &hypotheses) {
         let number = hypotheses.len() as u32 + 1;
-        match repair(ctx, &classification, &proposal.suspects, number).await? {
+        let culprit = proposal.revert.as_ref().map(|r| r.culprit.as_str());
+        match repair(ctx, &classification, &proposal.suspects, number, culprit).await? {
             Ok(h) => hypotheses.push(h),
             Err(note) => proposal.notes.push(note),
         }

@@ -35,7 +35,7 @@ use tracelab_domain::report::Suspect;
 use tracelab_domain::runner::{self, Runner};
 use tracelab_domain::signature::frames_in_output;
 use tracelab_domain::{Error, Result};
-use tracelab_repair::{Candidate, Target};
+use tracelab_repair::{Candidate, CulpritHunk, Target};
 
 mod llm;
 
@@ -106,12 +106,16 @@ pub fn wanted(
             .any(|h| h.status == HypothesisStatus::Verified)
 }
 
-/// The repair hypothesis numbered `number`, or a note saying why there is none.
+/// The repair hypothesis numbered `number`, or a note saying why there is
+/// none. `culprit`, the commit a search named (its fix was not verified),
+/// gives the templates its changed lines to undo one by one and the model
+/// its diff.
 pub async fn repair(
     ctx: &Context,
     classification: &Classification,
     suspects: &[Suspect],
     number: u32,
+    culprit: Option<&str>,
 ) -> Result<std::result::Result<Hypothesis, String>> {
     let Some(output) = classification.baseline_output.as_deref() else {
         return Ok(Err("repair: no failing output to repair".into()));
@@ -120,12 +124,20 @@ pub async fn repair(
         .await?
         .into_iter()
         .collect();
+    let culprit = match culprit {
+        Some(commit) => culprit_diff(ctx, commit, &judges).await?,
+        None => None,
+    };
     let mode = ctx.config.repair;
     let mut notes: Vec<String> = Vec::new();
     let mut screening = None;
     let mut prover: Option<Prover<'_>> = None;
     if mode.templates() {
-        match templates(ctx, classification, suspects, output, &judges).await? {
+        let hunks = culprit
+            .as_ref()
+            .map(|c| CulpritHunk::from_diff(&c.diff))
+            .unwrap_or_default();
+        match templates(ctx, classification, suspects, output, &judges, &hunks).await? {
             Ok((found, chosen)) => {
                 // With the model after them, the templates leave it one attempt.
                 let limit = if mode.model() {
@@ -164,6 +176,7 @@ pub async fn repair(
                     model,
                     &mut prover,
                     notes.first().map(String::as_str),
+                    culprit.as_ref(),
                 )
                 .await?;
                 model_run = Some(run);
@@ -194,6 +207,7 @@ async fn templates(
     suspects: &[Suspect],
     output: &str,
     judges: &BTreeSet<String>,
+    culprit: &[CulpritHunk],
 ) -> Result<std::result::Result<(Screening, Vec<Screened>), String>> {
     let git = ctx.pool.workspace().git().clone();
     let frames = frames_in_output(output);
@@ -226,7 +240,12 @@ async fn templates(
             hot_lines: hot,
         })
         .collect();
-    let candidates = tracelab_repair::propose(&targets, output, ctx.config.repair_candidates);
+    let candidates = tracelab_repair::propose_with_culprit(
+        &targets,
+        output,
+        culprit,
+        ctx.config.repair_candidates,
+    );
     if candidates.is_empty() {
         return Ok(Err(format!(
             "repair templates: no candidate edit for the {} suspect function(s) outside test files",
@@ -246,8 +265,9 @@ async fn templates(
         .iter()
         .filter(|s| s.outcome == Outcome::Pass)
         .collect();
-    // Smallest edit first; among equals, the better-ranked (screened first).
-    passing.sort_by_key(|s| s.candidate.edit_size);
+    // The culprit's own lines undone first (the code passed before it),
+    // then the smallest edit; among equals, the better-ranked (screened first).
+    passing.sort_by_key(|s| (!s.candidate.operator.from_culprit(), s.candidate.edit_size));
     if passing.is_empty() {
         return Ok(Err(format!(
             "repair templates: {} of {} candidate edits screened in {:.1} s; none made the failing test pass",
@@ -262,6 +282,64 @@ async fn templates(
         .cloned()
         .collect();
     Ok(Ok((screening, chosen)))
+}
+
+/// The culprit commit as the repair sees it: its one-line summary and its
+/// diff against its parent, source files only (tests and the failing test's
+/// files are the oracle), without context lines.
+pub(crate) struct CulpritDiff {
+    pub commit: String,
+    pub summary: String,
+    pub diff: String,
+}
+
+async fn culprit_diff(
+    ctx: &Context,
+    commit: &str,
+    judges: &BTreeSet<String>,
+) -> Result<Option<CulpritDiff>> {
+    let git = ctx.pool.workspace().git();
+    let info = git.commit_info(commit).await?;
+    let parent = format!("{commit}^");
+    let Ok(diff) = git
+        .run(&[
+            "diff",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            &parent,
+            commit,
+        ])
+        .await
+    else {
+        // A root commit has no parent to go back to.
+        return Ok(None);
+    };
+    // One part per file, each from its `diff --git` line.
+    let mut parts: Vec<String> = Vec::new();
+    for line in diff.split_inclusive('\n') {
+        if line.starts_with("diff --git ") || parts.is_empty() {
+            parts.push(String::new());
+        }
+        if let Some(part) = parts.last_mut() {
+            part.push_str(line);
+        }
+    }
+    let diff: String = parts
+        .into_iter()
+        .filter(|part| {
+            let path = part
+                .lines()
+                .find_map(|l| l.strip_prefix("+++ b/"))
+                .unwrap_or_default();
+            !path.is_empty() && !is_test_path(path) && !judges.contains(path)
+        })
+        .collect();
+    Ok((!diff.trim().is_empty()).then_some(CulpritDiff {
+        commit: info.commit,
+        summary: info.summary,
+        diff,
+    }))
 }
 
 fn with_detail(mut h: Hypothesis, screening: &Screening) -> Hypothesis {

@@ -946,4 +946,13 @@ async fn a_culprit_whose_revert_breaks_later_work_is_repaired_after_it() {
     assert_eq!(winner.number, 2);
     assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
     assert_eq!(patched_files(&report), vec!["app.py".to_string()]);
+    // The culprit's own line, undone alone: the smallest honest edit.
+    let detail = winner.detail.clone().unwrap_or_default();
+    assert_eq!(detail["operator"], "restore_culprit_line", "{detail}");
+    let patch = winner.patch.clone().unwrap_or_default();
+    assert!(patch.contains("+    end = start + size\n"), "{patch}");
+    assert!(
+        patch.contains("step=1"),
+        "the step parameter stays: {patch}"
+    );
 }

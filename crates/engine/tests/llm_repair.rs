@@ -64,7 +64,6 @@ async fn investigate(
         .await
         .expect("the investigation completes");
     assert_eq!(report.state, InvestigationState::WaitingForReview);
-    assert_eq!(report.verdict, Verdict::Deterministic);
     report
 }
 
@@ -72,6 +71,7 @@ async fn trap(script: Vec<Answer>, tweak: impl FnOnce(&mut EngineConfig)) -> (Re
     let s = scenarios::overfitting_trap(4);
     let fake = FakeChat::start(script).await;
     let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, tweak).await;
+    assert_eq!(report.verdict, Verdict::Deterministic);
     (report, fake.seen())
 }
 
@@ -391,4 +391,30 @@ async fn with_repair_all_the_model_follows_templates_that_were_not_verified() {
     let winner = report.winner.clone().expect("a verified template");
     assert_eq!(winner.detail.as_ref().unwrap()["source"], "repair_template");
     assert!(fake.seen().is_empty());
+}
+
+#[tokio::test]
+async fn after_a_revert_that_is_not_verified_the_model_sees_the_culprits_diff() {
+    // Both reverts drop the `step` parameter a newer test needs; the model
+    // is shown what the culprit changed and answers with its one line.
+    let s = scenarios::regression_entangled_with_later_work(8, 2);
+    let fix = "app.py\n<<<<<<< SEARCH\n    end = start + size - 1\n=======\n    end = start + size\n>>>>>>> REPLACE\n";
+    let fake = FakeChat::start(vec![Answer::Reply(fix.into())]).await;
+    let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, |_| {}).await;
+    assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
+    let winner = report.winner.clone().expect("the model's edit is verified");
+    assert_eq!(winner.detail.clone().unwrap()["source"], "model");
+    let seen = fake.seen();
+    let body: serde_json::Value = serde_json::from_str(&seen[0].body).unwrap();
+    let prompt = body["messages"][1]["content"].as_str().unwrap();
+    let culprit = s.culprit.clone().unwrap();
+    assert!(
+        prompt.contains(&format!(
+            "The commit that introduced the failure: {}",
+            &culprit[..12]
+        )),
+        "{prompt}"
+    );
+    assert!(prompt.contains("+    end = start + size - 1"), "{prompt}");
+    assert!(prompt.contains("-    end = start + size\n"), "{prompt}");
 }

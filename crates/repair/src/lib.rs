@@ -11,12 +11,14 @@
 //! same-scope identifier swaps and None guards before an attribute the error
 //! names — Python only so far.
 
+mod culprit;
 mod edits;
 mod grammar;
 mod guard;
 mod operator;
 mod scope;
 
+pub use culprit::CulpritHunk;
 pub use edits::edit_distance;
 pub use guard::none_attributes;
 pub use operator::Operator;
@@ -63,6 +65,19 @@ pub struct Candidate {
 /// without errors and each a different file content. `failure` is the
 /// failing output (its error names attributes for the None guards).
 pub fn propose(targets: &[Target<'_>], failure: &str, limit: usize) -> Vec<Candidate> {
+    propose_with_culprit(targets, failure, &[], limit)
+}
+
+/// [`propose`] with the culprit commit's hunks, when a search named one:
+/// its changed lines undone one at a time inside the targets
+/// ([`Operator::RestoreCulpritLine`], [`Operator::DeleteCulpritLine`]) join
+/// the operators' edits, ranked by the same rule.
+pub fn propose_with_culprit(
+    targets: &[Target<'_>],
+    failure: &str,
+    culprit: &[CulpritHunk],
+    limit: usize,
+) -> Vec<Candidate> {
     let top = targets.iter().map(|t| t.score).fold(0.0_f64, f64::max);
     let mut ranked: Vec<(Candidate, usize, usize)> = Vec::new();
     for (index, target) in targets.iter().enumerate() {
@@ -70,7 +85,9 @@ pub fn propose(targets: &[Target<'_>], failure: &str, limit: usize) -> Vec<Candi
             continue;
         };
         let weight = if top > 0.0 { target.score / top } else { 1.0 };
-        for edit in target_edits(target, language, failure) {
+        let mut edits = culprit::edits(target, culprit);
+        edits.extend(target_edits(target, language, failure));
+        for edit in edits {
             let rank = weight * edit.operator.prior() * locality(target, edit.line);
             let removed = edit.end - edit.start;
             let mut content = String::with_capacity(target.source.len() + edit.replacement.len());

@@ -30,6 +30,10 @@ pub enum Operator {
     NoneGuard,
     /// Two positional arguments of a call swapped.
     ArgumentSwap,
+    /// A line the culprit commit changed, back to its text before the culprit.
+    RestoreCulpritLine,
+    /// A line the culprit commit added, deleted.
+    DeleteCulpritLine,
 }
 
 impl Operator {
@@ -45,7 +49,20 @@ impl Operator {
             Operator::NegateCondition => 0.5,
             Operator::IdentifierSwap => 0.45,
             Operator::ArgumentSwap => 0.35,
+            // What the culprit itself changed, undone line by line, is the
+            // most likely fix once a search has named it.
+            Operator::RestoreCulpritLine => 1.5,
+            Operator::DeleteCulpritLine => 1.1,
         }
+    }
+
+    /// Whether the edit undoes part of the culprit commit: code known to
+    /// have passed before it, preferred among candidates that pass.
+    pub fn from_culprit(self) -> bool {
+        matches!(
+            self,
+            Operator::RestoreCulpritLine | Operator::DeleteCulpritLine
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -59,6 +76,8 @@ impl Operator {
             Operator::IdentifierSwap => "identifier_swap",
             Operator::NoneGuard => "none_guard",
             Operator::ArgumentSwap => "argument_swap",
+            Operator::RestoreCulpritLine => "restore_culprit_line",
+            Operator::DeleteCulpritLine => "delete_culprit_line",
         }
     }
 }

@@ -281,7 +281,6 @@ impl Verifier {
             hypothesis_id: id.0.clone(),
             number: job.follow_up_number,
             kind: HypothesisKind::Repair as i32,
-            culprit: String::new(),
             passes_needed: 1,
             follow_up_number: 0,
             ..job.clone()
@@ -379,7 +378,11 @@ async fn repair_job(
         serde_json::from_slice(&job.suspects_json).map_err(|e| {
             Error::invalid(format!("verify job {}: suspects: {e}", job.hypothesis_id))
         })?;
-    match tracelab_engine::repair::repair(ctx, classification, &suspects, job.number).await? {
+    // A repair after a revert that was not verified knows the culprit.
+    let culprit = (!job.culprit.is_empty()).then_some(job.culprit.as_str());
+    match tracelab_engine::repair::repair(ctx, classification, &suspects, job.number, culprit)
+        .await?
+    {
         Ok(h) => Ok(h),
         Err(note) => {
             let mut h = tracelab_domain::hypothesis::Hypothesis::new(

@@ -41,6 +41,8 @@ const FUNCTION_LINES: usize = 150;
 const OUTPUT_BYTES: usize = 6000;
 /// Call sites of the top suspects shown at most.
 const CALL_SITES: usize = 12;
+/// Bytes of the culprit's diff shown (its beginning).
+const CULPRIT_DIFF_BYTES: usize = 4000;
 
 /// One model call, as the report shows it (`detail.model.calls`).
 #[derive(Debug, Clone, Serialize)]
@@ -142,6 +144,7 @@ pub(super) async fn repair<'a>(
     model: Arc<dyn ChatModel>,
     prover: &mut Option<Prover<'a>>,
     template_note: Option<&str>,
+    culprit: Option<&super::CulpritDiff>,
 ) -> Result<ModelRun> {
     let config = &ctx.config;
     let started = Instant::now();
@@ -169,7 +172,7 @@ pub(super) async fn repair<'a>(
         ));
         return Ok(run);
     }
-    let context = prompt_context(ctx, classification, &shown, output).await?;
+    let context = prompt_context(ctx, classification, &shown, output, culprit).await?;
     let mut feedback: Option<String> = None;
     let calls = prover
         .as_ref()
@@ -420,6 +423,7 @@ async fn prompt_context(
     classification: &Classification,
     shown: &[&Suspect],
     output: &str,
+    culprit: Option<&super::CulpritDiff>,
 ) -> Result<String> {
     let git = ctx.pool.workspace().git();
     let (regression, _) = regression_command(ctx, classification);
@@ -480,7 +484,26 @@ async fn prompt_context(
             sites.join("\n")
         ));
     }
+    if let Some(c) = culprit {
+        // The commit a search named; its revert was not verified (it may
+        // also undo work that later commits need).
+        text.push_str(&format!(
+            "\n## The commit that introduced the failure: {} \"{}\" (its revert was not verified)\n```diff\n{}\n```\n",
+            &c.commit[..c.commit.len().min(12)],
+            c.summary,
+            head(&c.diff, CULPRIT_DIFF_BYTES)
+        ));
+    }
     Ok(text)
+}
+
+/// The first `limit` bytes of `text`, cut at a character boundary.
+fn head(text: &str, limit: usize) -> &str {
+    let mut end = text.len().min(limit);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 const SYSTEM: &str = "You fix bugs in source code. You are shown a failing test's output and the functions most likely at fault. Change as little as possible to make the failing test pass without breaking other tests. Never edit tests, test fixtures or files outside the repository.
