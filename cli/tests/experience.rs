@@ -420,6 +420,87 @@ fn investigate_reuses_a_mined_repair_through_the_store() {
     );
 }
 
+const SPAN_MISSING: &str =
+    "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n";
+const SPAN_ADDED: &str = "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n\n\ndef span(xs):\n    return max(xs) - min(xs)\n";
+const SPAN_TESTS: &str = "from app import span, window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n\n\ndef test_span():\n    assert span([3, 9, 4]) == 6\n";
+const SPAN_TEST: &str = "python3 -m pytest -q -p no:cacheprovider test_app.py";
+
+/// A test module that does not import (pytest: `ERROR test_app.py`, no
+/// test ran) is a problem like any other: its repair is mined, and met
+/// again in moved code it is reproduced, re-applied and VERIFIED — the
+/// module collects and its tests pass.
+#[test]
+fn a_mined_repair_of_a_module_that_does_not_import_is_verified_again() {
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Windows and spans",
+        &[("app.py", SPAN_MISSING), ("test_app.py", SPAN_TESTS)],
+    );
+    let main = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
+    repo.git(&["checkout", "-q", "-b", "fix", &root]);
+    let fix = repo.commit("Add span", &[("app.py", SPAN_ADDED)]);
+    repo.checkout(&main);
+    let moved = format!("def first(xs):\n    return xs[0]\n\n\n{SPAN_MISSING}");
+    repo.commit("Add first()", &[("app.py", &moved)]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let path = repo.path().to_str().unwrap();
+    let mined = tracelab_pytest(
+        &db,
+        &[
+            "experience",
+            "mine",
+            "--repo",
+            path,
+            "--test",
+            SPAN_TEST,
+            "--from",
+            &root,
+            "--to",
+            &fix,
+        ],
+    );
+    assert!(
+        mined.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mined.stderr)
+    );
+    let out = tracelab_pytest(
+        &db,
+        &[
+            "investigate",
+            "--repo",
+            path,
+            "--test",
+            SPAN_TEST,
+            "--format",
+            "json",
+            "--timeout",
+            "30",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["reproduction"]["counts"]["other"], 0,
+        "every run fails the same way: {:#}",
+        report["reproduction"]
+    );
+    let h = report["hypotheses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["agent"] == "experience")
+        .unwrap_or_else(|| panic!("no experience hypothesis: {report:#}"));
+    assert_eq!(h["status"], "VERIFIED", "{h:#}");
+    assert_eq!(report["winner"]["id"], h["id"]);
+}
+
 /// Records of the earlier record file are moved into the store once.
 #[test]
 fn an_earlier_record_file_is_imported_into_the_store() {
