@@ -1,0 +1,317 @@
+//! Webhooks and Jira from a whole fleet (real NATS and PostgreSQL):
+//!
+//! - an investigation's `created` and `decided` events reach a receiver that
+//!   verifies every signature — `decided` made by the arbiter and heard by
+//!   the investigator's consumer — and a delivery that failed while the
+//!   receiver was down survives a `kill -9` of the investigator: the
+//!   restarted one sends it with the same delivery id;
+//! - a Jira issue webhook on the investigator's API port starts the
+//!   investigation (branch named after the issue), and a fake Jira gets the
+//!   `created` and `decided` comments (verdict, culprit, the dashboard link)
+//!   with the Server/Data Center flavor's Bearer token.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tracelab_e2e::{Fleet, FleetOptions, backends};
+use tracelab_investigator::webhooks::{REPLAY_WINDOW, verify};
+use tracelab_testkit::scenarios;
+
+const SECRET: &str = "whsec-e2e-0123456789abcdef";
+
+/// One request as received.
+#[derive(Debug, Clone)]
+struct Request {
+    path: String,
+    headers: std::collections::HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Receiver {
+    /// (event header, delivery header, body) of each verified webhook.
+    got: Mutex<Vec<(String, String, Value)>>,
+    refused: Mutex<Vec<String>>,
+    /// Every request answered 2xx (the fake Jira's comments).
+    requests: Mutex<Vec<Request>>,
+    down: AtomicBool,
+    /// Check webhook signatures (off for the fake Jira).
+    signed: bool,
+}
+
+/// A small HTTP/1.1 receiver on a thread (one request per connection).
+fn receiver(state: Arc<Receiver>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut headers = std::collections::HashMap::new();
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split(' ').nth(1).unwrap_or_default().to_string();
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.trim_end().split_once(':') {
+                    headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+                }
+            }
+            let length: usize = headers
+                .get("content-length")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let header = |n: &str| headers.get(n).cloned().unwrap_or_default();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64;
+            let status = if state.down.load(Ordering::SeqCst) {
+                "503 Service Unavailable"
+            } else if !state.signed {
+                state.requests.lock().unwrap().push(Request {
+                    path,
+                    headers: headers.clone(),
+                    body,
+                });
+                "201 Created"
+            } else {
+                match verify(
+                    SECRET.as_bytes(),
+                    &header("x-tracelab-signature"),
+                    &body,
+                    now,
+                    REPLAY_WINDOW,
+                ) {
+                    Ok(()) => {
+                        state.got.lock().unwrap().push((
+                            header("x-tracelab-event"),
+                            header("x-tracelab-delivery"),
+                            serde_json::from_slice(&body).unwrap_or(Value::Null),
+                        ));
+                        "204 No Content"
+                    }
+                    Err(why) => {
+                        state.refused.lock().unwrap().push(why.to_string());
+                        "401 Unauthorized"
+                    }
+                }
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+        }
+    });
+    url
+}
+
+fn events(r: &Receiver) -> Vec<String> {
+    r.got.lock().unwrap().iter().map(|g| g.0.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn decided_reaches_receivers_and_survives_an_investigator_crash() {
+    let Some(b) = backends() else { return };
+    let state = Arc::new(Receiver {
+        signed: true,
+        ..Receiver::default()
+    });
+    state.down.store(true, Ordering::SeqCst);
+    let url = receiver(state.clone());
+    let mut fleet = Fleet::start(
+        &b,
+        FleetOptions {
+            investigator_config: Some(format!(
+                "[webhooks]\nurls = [\"{url}\"]\nsecret = \"{SECRET}\"\nattempts = 500\nfirst_retry_ms = 100\nmax_retry_ms = 1000\n"
+            )),
+            ..FleetOptions::default()
+        },
+    )
+    .await;
+    let s = scenarios::linear_regression(6, 3, 0.0);
+    let id = fleet
+        .submit(json!({
+            "repository": s.repo.path().display().to_string(),
+            "test_command": s.test_command,
+            "command_timeout_ms": 30000,
+        }))
+        .await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(view["state"], "WAITING_FOR_REVIEW", "{view}");
+
+    // While the receiver is down, both events wait with failed attempts.
+    let store = tracelab_store::PgStore::connect(
+        &fleet.backends.postgres,
+        tracelab_store::PgOptions {
+            schema: Some(fleet.schema.clone()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let failed: Vec<String> = store
+            .webhook_deliveries(&id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|d| !d.delivered)
+            .map(|d| d.event)
+            .collect();
+        if failed.iter().any(|e| e == "created") && failed.iter().any(|e| e == "decided") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{failed:?}\n{}", fleet.logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    fleet.kill("investigator");
+    state.down.store(false, Ordering::SeqCst);
+    fleet.restart("investigator").await;
+
+    // Generous: a delivery the killed process had claimed waits for its
+    // lease (two minutes) to run out.
+    let deadline = Instant::now() + Duration::from_secs(200);
+    while !(events(&state).contains(&"created".to_string())
+        && events(&state).contains(&"decided".to_string()))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}\n{}",
+            events(&state),
+            fleet.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(state.refused.lock().unwrap().is_empty());
+    let got = state.got.lock().unwrap().clone();
+    let decided = got.iter().find(|g| g.0 == "decided").unwrap();
+    assert_eq!(decided.2["investigation_id"], id.as_str());
+    assert_eq!(decided.2["data"]["state"], "WAITING_FOR_REVIEW");
+    assert_eq!(decided.2["data"]["verdict"], view["verdict"]);
+    let log = store.webhook_deliveries(&id).await.unwrap();
+    assert!(
+        log.iter()
+            .filter(|d| d.event == "decided")
+            .all(|d| d.delivery_id == decided.1),
+        "one delivery id across the restart: {log:?}"
+    );
+    assert_eq!(
+        got.iter().filter(|g| g.0 == "decided").count(),
+        1,
+        "sent once after the receiver came back"
+    );
+}
+
+const JIRA_TOKEN: &str = "jira-pat-e2e-0123456789SECRET";
+const JIRA_SECRET: &str = "jira-intake-e2e-0123456789";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_jira_issue_is_investigated_and_its_decision_commented() {
+    let Some(b) = backends() else { return };
+    let jira = Arc::new(Receiver::default());
+    let jira_url = receiver(jira.clone());
+    let jira_base = jira_url.trim_end_matches("/hook").to_string();
+    let s = scenarios::linear_regression(6, 3, 0.0);
+    let fleet = Fleet::start(
+        &b,
+        FleetOptions {
+            investigator_config: Some(format!(
+                "[jira]\nbase_url = \"{jira_base}\"\nflavor = \"server\"\ntoken = \"{JIRA_TOKEN}\"\n\
+                 dashboard_url = \"https://tracelab.example.com\"\nfirst_retry_ms = 100\n\
+                 [jira.intake]\nenabled = true\nsecret = \"{JIRA_SECRET}\"\nlabel = \"tracelab\"\n"
+            )),
+            ..FleetOptions::default()
+        },
+    )
+    .await;
+    let issue = json!({
+        "webhookEvent": "jira:issue_created",
+        "user": {"name": "ada"},
+        "issue": {"key": "PVS-421", "fields": {
+            "project": {"key": "PVS"},
+            "labels": ["tracelab"],
+            "description": format!(
+                "The total is wrong since the last release.\nrepository: {}\ntest: {}\n",
+                s.repo.path().display(),
+                s.test_command
+            ),
+        }}
+    });
+    let r = fleet
+        .http()
+        .post(format!(
+            "{}/v1/jira/webhook?secret={JIRA_SECRET}",
+            fleet.api
+        ))
+        .header("content-type", "application/json")
+        .body(issue.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(status, 201, "{answer}\n{}", fleet.logs());
+    let id = answer["investigation_id"].as_str().unwrap().to_string();
+    let view = fleet.wait_decided(&id, Duration::from_secs(300)).await;
+    assert_eq!(view["state"], "WAITING_FOR_REVIEW", "{view}");
+    let winner = &view["report"]["winner"];
+    assert!(
+        winner["branch"]
+            .as_str()
+            .is_some_and(|b| b.starts_with("ai-debug/PVS-421-h")),
+        "{winner}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let comments = loop {
+        let got = jira.requests.lock().unwrap().clone();
+        if got.len() >= 2 {
+            break got;
+        }
+        assert!(Instant::now() < deadline, "{got:?}\n{}", fleet.logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(comments.len(), 2, "{comments:?}");
+    for c in &comments {
+        assert_eq!(c.path, "/rest/api/2/issue/PVS-421/comment");
+        assert_eq!(
+            c.headers.get("authorization").map(String::as_str),
+            Some(format!("Bearer {JIRA_TOKEN}").as_str())
+        );
+    }
+    let texts: Vec<String> = comments
+        .iter()
+        .map(|c| {
+            serde_json::from_slice::<Value>(&c.body).unwrap()["body"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let decided = texts
+        .iter()
+        .find(|t| t.contains("finished its diagnosis"))
+        .unwrap_or_else(|| panic!("{texts:?}"));
+    let culprit: String = s.culprit.clone().unwrap().chars().take(12).collect();
+    assert!(decided.contains("Verdict: *regression*"), "{decided}");
+    assert!(decided.contains(&culprit), "{decided}");
+    assert!(
+        decided.contains(&format!("https://tracelab.example.com/investigations/{id}")),
+        "{decided}"
+    );
+    assert!(!fleet.logs().contains(JIRA_TOKEN), "the token in a log");
+}
