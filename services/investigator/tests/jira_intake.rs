@@ -3,7 +3,8 @@
 //! a labelled issue starts one investigation named after the issue (its
 //! `requested` event on the bus), a redelivery and an unrelated edit start
 //! nothing new, a changed template starts another; a wrong or missing
-//! secret is 401, an issue without the label or of another project 202
+//! secret or a wrong Jira Cloud body signature is 401 (a right one is
+//! accepted), an issue without the label or of another project 202
 //! with the reason, a payload missing the test or not JSON 400, an
 //! oversize body 413, a repository the deployment does not allow 403 —
 //! and none of those store anything. The `created` stage's Jira comment is
@@ -130,6 +131,20 @@ impl Setup {
         )
     }
 
+    async fn post_signed(&self, query: &str, signature: &str, body: String) -> (u16, Value) {
+        let r = self
+            .http
+            .post(format!("{}{}{query}", self.url, webhook::PATH))
+            .header("content-type", "application/json")
+            .header(webhook::HUB_SIGNATURE, signature)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     async fn hook(&self, payload: &Value) -> (u16, Value) {
         self.post(&format!("?secret={SECRET}"), None, payload.to_string())
             .await
@@ -191,6 +206,31 @@ async fn a_labelled_issue_starts_one_investigation_named_after_it() {
         .await;
     assert_eq!(status, 401);
 
+    // Jira Cloud's body signature: a wrong one is refused even with the
+    // secret in the query.
+    let signed = |body: &str, secret: &str| {
+        use hmac::Mac;
+        let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        m.update(body.as_bytes());
+        let hex: String = m
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("sha256={hex}")
+    };
+    let text = payload.to_string();
+    let (status, _) = s
+        .post_signed(
+            &format!("?secret={SECRET}"),
+            &signed(&text, "not-the-secret-0123456789"),
+            text.clone(),
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert_eq!(s.count().await, 0);
+
     // Started, through the header this time; then a redelivery, and an
     // edit that leaves the inputs alone, through the query.
     let (status, first) = s.post("", Some(SECRET), payload.to_string()).await;
@@ -198,6 +238,11 @@ async fn a_labelled_issue_starts_one_investigation_named_after_it() {
     assert_eq!(first["status"], "started");
     assert_eq!(first["issue"], "PVS-421");
     let id = first["investigation_id"].as_str().unwrap().to_string();
+    let (status, again) = s
+        .post_signed("", &signed(&text, SECRET), text.clone())
+        .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["investigation_id"], id.as_str());
     let (status, again) = s.hook(&payload).await;
     assert_eq!(status, 200, "{again}");
     assert_eq!(again["status"], "existing");
