@@ -123,6 +123,35 @@ impl Outgoing {
         Ok(new)
     }
 
+    /// Comments on `issue` about something that is not an investigation
+    /// (a refused intake), once per `key`; listed under `jira:<issue>`.
+    /// `false` without Jira or when the key was stored already.
+    pub async fn comment_on_issue(
+        &self,
+        issue: &str,
+        key: &str,
+        lines: &jira::comment::Lines,
+    ) -> Result<bool> {
+        let Some(client) = &self.jira else {
+            return Ok(false);
+        };
+        let new = self
+            .store
+            .enqueue_notification(&NewNotification {
+                key: key.to_string(),
+                investigation_id: format!("jira:{issue}"),
+                channel: JIRA.into(),
+                event: "refused".into(),
+                target: issue.to_string(),
+                body: jira::comment::body(client.flavor(), lines),
+            })
+            .await?;
+        if new {
+            self.wake.notify_one();
+        }
+        Ok(new)
+    }
+
     /// The investigation's Jira issue: the request's issue id, when it is
     /// an issue key (from the Jira intake, or `jiraIssueId` in the API).
     async fn jira_issue(&self, investigation_id: &str) -> Result<Option<String>> {

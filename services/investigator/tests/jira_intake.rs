@@ -328,6 +328,25 @@ async fn a_labelled_issue_starts_one_investigation_named_after_it() {
             .contains("names no test"),
         "{body}"
     );
+    // The reporter hears why, once per reason (a second update adds nothing).
+    let no_test = issue(
+        "PVS-423",
+        &["tracelab"],
+        &format!("repository: {repository}"),
+    );
+    let (status, _) = s.hook(&no_test).await;
+    assert_eq!(status, 400);
+    let told = s.store.notifications("jira:PVS-423").await.unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        (told[0].channel.as_str(), told[0].target.as_str()),
+        ("jira", "PVS-423")
+    );
+    assert!(
+        told[0].body.to_string().contains("names no test"),
+        "{}",
+        told[0].body
+    );
     let (status, _) = s
         .post(&format!("?secret={SECRET}"), None, "{not json".into())
         .await;
@@ -355,6 +374,7 @@ async fn a_labelled_issue_starts_one_investigation_named_after_it() {
         "{body}"
     );
     assert_eq!(s.count().await, 2, "nothing refused was stored");
+    assert_eq!(s.store.notifications("jira:OPS-1").await.unwrap().len(), 1);
 
     std::fs::remove_dir_all(&root).unwrap();
     s.bus.delete_streams().await.unwrap();

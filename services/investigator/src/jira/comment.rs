@@ -106,6 +106,19 @@ pub fn lines(event: &str, view: &Value, page: Option<&str>) -> Option<Lines> {
     Some(out)
 }
 
+/// The comment on a labelled issue whose webhook started nothing.
+pub fn refused(why: &str) -> Lines {
+    vec![
+        vec![Span::Strong(
+            "TraceLab could not start an investigation of this issue.".into(),
+        )],
+        vec![t(why.to_string())],
+        vec![t(
+            "Add the missing lines to the description (repository: …, test: …, and optionally good: … and bad: …); the next update of the issue starts it.",
+        )],
+    ]
+}
+
 /// Why it FAILED or BLOCKED: the last transition's reason.
 fn reason(view: &Value) -> String {
     view["transitions"]

@@ -149,6 +149,20 @@ pub fn read(payload: &Value, settings: &IntakeSettings) -> Result<Intake, String
     }))
 }
 
+/// The key of an issue that carries the label, when the webhook names one:
+/// whom to tell why a refused webhook started nothing (an issue without
+/// the label is none of TraceLab's business).
+pub fn labelled_issue(payload: &Value, settings: &IntakeSettings) -> Option<String> {
+    let issue = payload.get("issue")?;
+    let key = issue.get("key").and_then(Value::as_str)?;
+    let labelled = issue
+        .pointer("/fields/labels")
+        .and_then(Value::as_array)?
+        .iter()
+        .any(|l| l.as_str() == Some(settings.label.as_str()));
+    (labelled && is_issue_key(key)).then(|| key.to_string())
+}
+
 /// `jira:<KEY>:<digest of the inputs>`.
 pub fn dedupe_key(
     key: &str,
@@ -365,6 +379,15 @@ mod tests {
             &settings(),
         ));
         assert!(why.contains("names no test"), "{why}");
+    }
+
+    #[test]
+    fn only_labelled_issues_are_told_why() {
+        let c = settings();
+        let p = issue(&["tracelab"], json!("test: pytest -q"));
+        assert_eq!(labelled_issue(&p, &c).as_deref(), Some("PVS-421"));
+        assert_eq!(labelled_issue(&issue(&["web"], json!("")), &c), None);
+        assert_eq!(labelled_issue(&json!({"issue": {"key": "x"}}), &c), None);
     }
 
     #[test]

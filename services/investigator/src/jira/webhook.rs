@@ -13,7 +13,8 @@
 //! Answers: 201 started, 200 the same issue and inputs again (the
 //! investigation already started), 202 nothing to do (no label, another
 //! event, a project not served) with the reason, 400 a payload that cannot
-//! be read (missing fields) with the reason, 401 a missing or wrong secret,
+//! be read (missing fields) with the reason — and, when the issue carries
+//! the label, a comment on it saying so, once per reason — 401 a missing or wrong secret,
 //! 413 a body over `jira.intake.max_body_bytes`, and the API's own answers
 //! for a repository or command it refuses (400/403) or a store that is
 //! down (503, which Jira retries).
@@ -204,6 +205,7 @@ async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
     let start = match intake::read(&payload, s) {
         Err(why) => {
             tracing::info!(why = %why, "Jira webhook refused");
+            tell_the_issue(state, &payload, &why).await;
             return refuse(StatusCode::BAD_REQUEST, "invalid_argument", why);
         }
         Ok(Intake::Ignored(why)) => {
@@ -246,6 +248,14 @@ async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
         }
         Err(e) => {
             tracing::warn!(issue = %start.issue_key, error = %e, "Jira issue not investigated");
+            // What the issue asks for is refused (not a passing outage).
+            if matches!(
+                e.kind,
+                tracelab_domain::ErrorKind::InvalidArgument
+                    | tracelab_domain::ErrorKind::PermissionDenied
+            ) {
+                tell_the_issue(state, &payload, &e.message).await;
+            }
             let status = StatusCode::from_u16(e.kind.http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             refuse(
@@ -254,6 +264,26 @@ async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
                 format!("issue {}: {}", start.issue_key, e.message),
             )
         }
+    }
+}
+
+/// A labelled issue whose webhook was refused gets a comment saying why
+/// (its reporter never sees our 400), once per issue and reason.
+async fn tell_the_issue(state: &Endpoint, payload: &Value, why: &str) {
+    let (Some(out), Some(issue)) = (
+        &state.api.outgoing,
+        intake::labelled_issue(payload, &state.settings),
+    ) else {
+        return;
+    };
+    let digest: String = Sha256::digest(why.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let key = format!("jira:{issue}:refused:{digest}");
+    let lines = super::comment::refused(why);
+    if let Err(e) = out.comment_on_issue(&issue, &key, &lines).await {
+        tracing::warn!(%issue, error = %e, "cannot store the refusal's comment");
     }
 }
 
