@@ -186,7 +186,13 @@ async fn pipeline(
         }
     };
     let checks = behaviour_checks(ctx, &classification, proposal.next_number());
-    let (revert, checked) = futures::future::try_join(verified, checks).await?;
+    let suspects = async { Ok(crate::agents::code_path::suspects(ctx, &classification).await) };
+    let (revert, checked, suspects) =
+        futures::future::try_join3(verified, checks, suspects).await?;
+    match suspects {
+        Ok(s) => proposal.suspects = s,
+        Err(note) => proposal.notes.push(note),
+    }
     let revert_verified = revert
         .as_ref()
         .is_some_and(|h| h.status == HypothesisStatus::Verified);

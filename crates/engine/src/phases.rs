@@ -209,7 +209,16 @@ async fn classify_with_early_search(
         let _ = culprit_found.set(named);
         finding
     };
-    let suspects = code_path::suspects_for(ctx, Some(output.clone()));
+    // The code index is CPU work: beside the search it slows the probes on
+    // a small machine. A pipeline that verifies the revert itself reads it
+    // later, beside the verification.
+    let suspects = async {
+        if await_fix {
+            None
+        } else {
+            Some(code_path::suspects_for(ctx, Some(output.clone())).await)
+        }
+    };
     // The classification is journaled as soon as it is decided, while the
     // search may still run: a redelivery then skips the re-runs. One that
     // awaits a fix is not decided, so it is not journaled.
@@ -227,7 +236,6 @@ async fn classify_with_early_search(
     let (search, suspects, classification) = futures::future::join3(early, suspects, rest).await;
     let (classification, pending) = classification?;
     report_behaviour(ctx, &classification);
-    let suspects = Some(suspects);
     Ok((classification, Early { search, suspects }, pending))
 }
 
@@ -358,8 +366,9 @@ pub struct Proposed {
 /// the re-runs at bad may stop after a few failures once a culprit is named,
 /// and the revert candidate then needs the clean runs that confirm the
 /// classification ([`test_behaviour::FixConfirmation`]). The order and
-/// environment checks are left to the caller ([`behaviour_checks`]), to run
-/// beside the revert's verification.
+/// environment checks ([`behaviour_checks`]) and the code-path agent's
+/// suspects (`code_path::suspects`) are left to the caller, to run beside
+/// the revert's verification.
 pub async fn propose_awaiting_fix(
     ctx: &Context,
     reproduction: Reproduction,
@@ -532,6 +541,8 @@ async fn propose_classified(
     let suspects = async {
         match early_suspects {
             Some(known) => known,
+            // Left to the caller, beside the verification.
+            None if defer_behaviour => Ok(Vec::new()),
             None => code_path::suspects(ctx, classification).await,
         }
     };
