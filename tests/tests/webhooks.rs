@@ -183,7 +183,7 @@ async fn decided_reaches_receivers_and_survives_an_investigator_crash() {
     fleet.restart("investigator").await;
 
     // Generous: a delivery the killed process had claimed waits for its
-    // lease (two minutes) to run out.
+    // lease (90 s with these settings) to run out.
     let deadline = Instant::now() + Duration::from_secs(200);
     while !(events(&state).contains(&"created".to_string())
         && events(&state).contains(&"decided".to_string()))

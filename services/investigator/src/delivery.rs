@@ -39,6 +39,9 @@ pub struct Outgoing {
     jira_attempts: u32,
     jira_first_retry: Duration,
     jira_max_retry: Duration,
+    /// How long a claimed notification is withheld from other claims: well
+    /// beyond the slowest attempt, so only a dead process's rows return.
+    lease: Duration,
     wake: Notify,
 }
 
@@ -49,7 +52,12 @@ impl Outgoing {
         jira: Option<jira::client::Client>,
         settings: &jira::JiraSettings,
     ) -> Self {
+        let slowest = webhooks
+            .as_ref()
+            .map_or(Duration::ZERO, |w| w.timeout)
+            .max(Duration::from_secs(settings.timeout_seconds.max(1)));
         Self {
+            lease: slowest * 2 + Duration::from_secs(60),
             store,
             webhooks: webhooks.map(Arc::new),
             jira: jira.map(Arc::new),
@@ -190,10 +198,8 @@ impl Outgoing {
     /// One pass: claims up to 16 due notifications and makes one attempt
     /// at each, concurrently. Returns how many it attempted.
     pub async fn dispatch_due(self: &Arc<Self>) -> Result<usize> {
-        // Long enough for the slowest attempt; a crash mid-send makes the
-        // row due again after it.
-        let lease = Duration::from_secs(120);
-        let due = self.store.claim_notifications(16, lease).await?;
+        // A crash mid-send makes the row due again after the lease.
+        let due = self.store.claim_notifications(16, self.lease).await?;
         let n = due.len();
         let mut sends = tokio::task::JoinSet::new();
         for notification in due {

@@ -136,6 +136,8 @@ pub struct Webhooks {
     pub first_retry: Duration,
     /// The longest wait between two attempts.
     pub max_retry: Duration,
+    /// The longest one attempt takes.
+    pub timeout: Duration,
 }
 
 impl Webhooks {
@@ -174,6 +176,7 @@ impl Webhooks {
             attempts: settings.attempts.max(1),
             first_retry: Duration::from_millis(settings.first_retry_ms),
             max_retry: Duration::from_millis(settings.max_retry_ms),
+            timeout: Duration::from_secs(settings.timeout_seconds.max(1)),
         }))
     }
 
