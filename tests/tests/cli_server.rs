@@ -49,7 +49,22 @@ async fn the_cli_against_a_fleet_prints_the_embedded_report() {
         assert_eq!(remote[field], local[field], "{field} differs");
     }
     assert_eq!(remote["culprit"]["commit"], s.culprit.as_deref().unwrap());
-    assert_eq!(remote["culprit"], local["culprit"]);
+    // The one-machine pipeline stops the re-runs at 4 failures once the
+    // revert confirms them, where the fleet makes all 17
+    // (docs/investigation.md): only the counts in the fix's reason differ.
+    let without_reason = |c: &Value| {
+        let mut c = c.clone();
+        c.as_object_mut().unwrap().remove("verification");
+        c
+    };
+    assert_eq!(
+        without_reason(&remote["culprit"]),
+        without_reason(&local["culprit"])
+    );
+    for report in [&remote, &local] {
+        let reason = report["culprit"]["verification"].as_str().unwrap();
+        assert!(reason.starts_with("hypothesis 1 VERIFIED"), "{reason}");
+    }
     assert_eq!(remote["winner"]["status"], "VERIFIED");
     assert_eq!(remote["state"], "WAITING_FOR_REVIEW");
 }
