@@ -1,6 +1,7 @@
 //! The embedded pipeline: one process runs reproduction, the agents, the
 //! verifier and the arbiter, persisting every state transition.
 
+use crate::agents::code_path;
 use crate::config::{EngineConfig, InvestigateRequest};
 use crate::context::Context;
 use crate::phases::{
@@ -186,7 +187,12 @@ async fn pipeline(
         }
     };
     let checks = behaviour_checks(ctx, &classification, proposal.next_number());
-    let suspects = async { Ok(crate::agents::code_path::suspects(ctx, &classification).await) };
+    let suspects = async {
+        Ok(match &proposal.revert {
+            Some(r) => code_path::suspects_after_culprit(ctx, &classification, &r.culprit).await,
+            None => code_path::suspects(ctx, &classification).await,
+        })
+    };
     let (revert, checked, suspects) =
         futures::future::try_join3(verified, checks, suspects).await?;
     match suspects {

@@ -216,7 +216,7 @@ async fn classify_with_early_search(
         if await_fix {
             None
         } else {
-            Some(code_path::suspects_for(ctx, Some(output.clone())).await)
+            Some(code_path::suspects_for(ctx, Some(output.clone()), None).await)
         }
     };
     // The classification is journaled as soon as it is decided, while the

@@ -20,12 +20,38 @@ pub async fn suspects(
     ctx: &Context,
     classification: &Classification,
 ) -> Result<Vec<Suspect>, String> {
-    suspects_for(ctx, classification.baseline_output.clone()).await
+    suspects_for(ctx, classification.baseline_output.clone(), None).await
 }
 
-/// The suspects for the first failing run's output (the pipeline starts
-/// this at the first failure, beside the culprit search).
-pub async fn suspects_for(ctx: &Context, output: Option<String>) -> Result<Vec<Suspect>, String> {
+/// [`suspects`] once a search has named `culprit`: the index reads the
+/// history from the culprit's parent on (the last revision known good),
+/// not the newest 100 commits — the commits before it cannot have brought
+/// the failure, and reading their history is most of the index's time.
+pub async fn suspects_after_culprit(
+    ctx: &Context,
+    classification: &Classification,
+    culprit: &str,
+) -> Result<Vec<Suspect>, String> {
+    let parent = ctx
+        .pool
+        .workspace()
+        .git()
+        .run(&["rev-parse", "--verify", "--quiet", &format!("{culprit}^")])
+        .await
+        .ok()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty());
+    suspects_for(ctx, classification.baseline_output.clone(), parent).await
+}
+
+/// The suspects for the first failing run's output (the fleet starts this
+/// at the first failure, beside the culprit search); `since`, a revision
+/// whose history is left out.
+pub async fn suspects_for(
+    ctx: &Context,
+    output: Option<String>,
+    since: Option<String>,
+) -> Result<Vec<Suspect>, String> {
     let Some(output) = output else {
         return Ok(Vec::new());
     };
@@ -43,6 +69,7 @@ pub async fn suspects_for(ctx: &Context, output: Option<String>) -> Result<Vec<S
             rev: Some(bad),
             top: TOP,
             cache_dir: Some(cache.path().to_path_buf()),
+            since_rev: since,
             ..LocateOptions::default()
         };
         locate(&repo, &output, &options).map_err(|e| e.to_string())
