@@ -5,7 +5,7 @@ use crate::agents::code_path;
 use crate::config::{EngineConfig, InvestigateRequest};
 use crate::context::Context;
 use crate::phases::{
-    Proposed, behaviour_checks, conclude, propose_again, propose_awaiting_fix, reproduce,
+    Proposed, behaviour_checks, conclude, numbered, propose_again, propose_awaiting_fix, reproduce,
     verify_candidate,
 };
 use crate::progress::Progress;
@@ -186,7 +186,7 @@ async fn pipeline(
             None => Ok(None),
         }
     };
-    let checks = behaviour_checks(ctx, &classification, proposal.next_number());
+    let checks = behaviour_checks(ctx, &classification);
     let suspects = async {
         Ok(match &proposal.revert {
             Some(r) => code_path::suspects_after_culprit(ctx, &classification, &r.culprit).await,
@@ -203,7 +203,7 @@ async fn pipeline(
         .as_ref()
         .is_some_and(|h| h.status == HypothesisStatus::Verified);
     hypotheses.extend(revert);
-    hypotheses.extend(checked);
+    hypotheses.extend(numbered(ctx, checked, proposal.next_number()));
     if let (Some(pending), Some(confirmation)) = (pending, classification.fix_confirmation) {
         if revert_verified {
             classification.decision.confident = true;

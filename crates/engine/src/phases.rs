@@ -535,7 +535,7 @@ async fn propose_classified(
         if defer_behaviour {
             return Ok(Vec::new());
         }
-        behaviour_checks(ctx, classification, 0).await
+        behaviour_checks(ctx, classification).await
     };
     let agents = futures::future::try_join(history, behaviour_agent);
     let suspects = async {
@@ -591,27 +591,22 @@ async fn propose_classified(
     Ok(proposal)
 }
 
-/// The order and environment checks at the bad revision, numbered from
-/// `first` in that order (`first` = 0 leaves numbering to the caller).
+/// The order and environment checks at the bad revision, in that order,
+/// not yet numbered ([`numbered`]).
 pub async fn behaviour_checks(
     ctx: &Context,
     classification: &Classification,
-    first: u32,
 ) -> Result<Vec<Hypothesis>> {
     let (order, env) = futures::future::try_join(
         test_behaviour::order_dependence(ctx, 0, classification),
         test_behaviour::environment_dependence(ctx, 0, classification),
     )
     .await?;
-    let found: Vec<Hypothesis> = order.into_iter().chain(env).collect();
-    Ok(if first == 0 {
-        found
-    } else {
-        numbered(ctx, found, first)
-    })
+    Ok(order.into_iter().chain(env).collect())
 }
 
-fn numbered(ctx: &Context, mut hypotheses: Vec<Hypothesis>, first: u32) -> Vec<Hypothesis> {
+/// `hypotheses` numbered from `first`, with their ids.
+pub fn numbered(ctx: &Context, mut hypotheses: Vec<Hypothesis>, first: u32) -> Vec<Hypothesis> {
     for (i, h) in hypotheses.iter_mut().enumerate() {
         h.number = first + i as u32;
         h.id = HypothesisId::new(&ctx.id, h.number);

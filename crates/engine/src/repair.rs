@@ -29,7 +29,7 @@ use tracelab_domain::contract::judge_fix;
 use tracelab_domain::experiment::{Experiment, Outcome, Step};
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, hypothesis_branch};
-use tracelab_domain::oracle::is_test_path;
+use tracelab_domain::oracle::{is_test_path, split_patch};
 use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::report::Suspect;
 use tracelab_domain::runner::{self, Runner};
@@ -315,26 +315,10 @@ async fn culprit_diff(
         // A root commit has no parent to go back to.
         return Ok(None);
     };
-    // One part per file, each from its `diff --git` line.
-    let mut parts: Vec<String> = Vec::new();
-    for line in diff.split_inclusive('\n') {
-        if line.starts_with("diff --git ") || parts.is_empty() {
-            parts.push(String::new());
-        }
-        if let Some(part) = parts.last_mut() {
-            part.push_str(line);
-        }
-    }
-    let diff: String = parts
-        .into_iter()
-        .filter(|part| {
-            let path = part
-                .lines()
-                .find_map(|l| l.strip_prefix("+++ b/"))
-                .unwrap_or_default();
-            !path.is_empty() && !is_test_path(path) && !judges.contains(path)
-        })
-        .collect();
+    // The oracle is never taken from the culprit: its test files and the
+    // failing test's files are left out, as for the revert.
+    let kept = split_patch(tracelab_domain::patch::parse(&diff)?, judges).kept;
+    let diff = tracelab_domain::patch::render(&kept);
     Ok((!diff.trim().is_empty()).then_some(CulpritDiff {
         commit: info.commit,
         summary: info.summary,
