@@ -61,6 +61,7 @@ mod redact;
 pub mod request;
 pub mod rerun;
 mod signature;
+pub mod test_run;
 pub mod similar;
 
 pub use ci::{CiFailureReport, CiParseOutput, parse_ci_report};
