@@ -6,6 +6,11 @@
 //!
 //! Each part must be backed by a stored experiment. Blocked evidence gives
 //! BLOCKED, contradicting evidence REJECTED, missing or mixed evidence INCONCLUSIVE.
+//!
+//! Part 4 runs the whole test command, and the regression test is isolated
+//! from that command, so a clean run of part 4 (exit code 0) is also a clean
+//! run of the regression test: it counts as one of the clean runs after the
+//! fix that a flaky failure needs (at most one such run counts).
 
 use crate::experiment::{Experiment, Outcome, Step};
 use crate::hypothesis::HypothesisStatus;
@@ -107,12 +112,16 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
             "after the fix the regression test fails for another reason",
         );
     }
-    if after.passes() < required_passes_after {
+    let within_existing = u32::from(
+        find(Step::ExistingTests)
+            .any(|e| e.outcome == Outcome::Pass && e.exit_code == Some(0) && e.counts.is_none()),
+    );
+    if after.passes() + within_existing < required_passes_after {
         return judgement(
             Inconclusive,
             format!(
                 "only {} clean runs after the fix; {required_passes_after} needed for a flaky failure",
-                after.passes()
+                after.passes() + within_existing
             ),
         );
     }
@@ -122,10 +131,15 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
     if existing.failures > 0 || existing.other > 0 {
         return judgement(Rejected, "existing tests fail after the fix");
     }
+    let counted = if within_existing > 0 && after.runs < required_passes_after {
+        " and once within the existing tests"
+    } else {
+        ""
+    };
     judgement(
         Verified,
         format!(
-            "reproduced ({}/{} runs failed), failed before the fix, passed after it ({} runs), existing tests pass",
+            "reproduced ({}/{} runs failed), failed before the fix, passed after it ({} runs{counted}), existing tests pass",
             repro.failures, repro.runs, after.runs
         ),
     )
@@ -242,6 +256,35 @@ mod tests {
         let mut enough = experiments.clone();
         enough[2] = batch(Step::RegressionAfter, 13, 0);
         assert_eq!(judge_fix(&enough, 13).status, Verified);
+    }
+
+    #[test]
+    fn a_clean_run_of_the_existing_tests_is_one_clean_run_of_the_regression_test() {
+        let experiments = vec![
+            batch(Step::Reproduction, 4, 4),
+            batch(Step::RegressionBefore, 4, 4),
+            batch(Step::RegressionAfter, 2, 0),
+            exp(Step::ExistingTests, Outcome::Pass),
+        ];
+        let j = judge_fix(&experiments, 3);
+        assert_eq!(j.status, Verified, "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("passed after it (2 runs and once within the existing tests)"),
+            "{}",
+            j.reason
+        );
+        // Only one such run counts, however many runs of part 4 there are.
+        let mut two_suites = experiments.clone();
+        two_suites.push(exp(Step::ExistingTests, Outcome::Pass));
+        assert_eq!(judge_fix(&two_suites, 4).status, Inconclusive);
+        // A part 4 that passes only because its failures already happened
+        // before the fix (exit code not 0) says nothing of the regression test.
+        let mut tolerated = experiments.clone();
+        tolerated[3].exit_code = Some(1);
+        let j = judge_fix(&tolerated, 3);
+        assert_eq!(j.status, Inconclusive);
+        assert!(j.reason.contains("only 2 clean runs"), "{}", j.reason);
     }
 
     #[test]

@@ -571,16 +571,34 @@ pub(crate) async fn run_contract(
     let fixed = worktree.commit_all(message).await?;
     let patch_text = worktree.diff_from(&ctx.bad).await?;
 
-    // 3. The regression test passes after the fix (enough times for a flaky failure).
-    let after = runs_until(
+    // 3. The regression test passes after the fix (enough times for a flaky
+    // failure). A clean run of step 4 is also a clean run of the regression
+    // test (`contract::judge_fix`), so the last isolated run is made only
+    // when step 4 is not clean.
+    let isolated = plan.passes_needed.saturating_sub(1).max(1);
+    let mut after = runs_until(
         sandbox,
         &regression,
-        plan.passes_needed,
+        isolated,
         Outcome::Fail,
         runner,
         baseline,
     )
     .await?;
+
+    // 4. The relevant existing tests pass after the fix: the whole test command,
+    // allowing failures that already happened at the bad revision.
+    let suite = exec_judged(sandbox, &ctx.test_spec(), runner, baseline).await?;
+    let suite_clean = suite.outcome == Outcome::Pass && suite.run.result.exit_code == Some(0);
+    let passes = after.iter().filter(|r| r.outcome == Outcome::Pass).count() as u32;
+    let short = plan
+        .passes_needed
+        .saturating_sub(passes + u32::from(suite_clean));
+    if short > 0 && passes == after.len() as u32 {
+        after.extend(
+            runs_until(sandbox, &regression, short, Outcome::Fail, runner, baseline).await?,
+        );
+    }
     experiments.extend(batch_experiment(
         Step::RegressionAfter,
         &regression_cmd,
@@ -589,10 +607,6 @@ pub(crate) async fn run_contract(
         keep,
         None,
     ));
-
-    // 4. The relevant existing tests pass after the fix: the whole test command,
-    // allowing failures that already happened at the bad revision.
-    let suite = exec_judged(sandbox, &ctx.test_spec(), runner, baseline).await?;
     let mut existing = crate::probe::experiment(
         Step::ExistingTests,
         &ctx.test.display(),

@@ -704,6 +704,8 @@ async fn the_culprit_search_starts_at_the_first_failure() {
         "{:?}",
         report.notes
     );
+    // 3 clean runs of the regression test after the fix: 2 alone and one
+    // within the whole test command's clean run (exit code 0).
     let winner = report.winner.unwrap();
     let after: u32 = winner
         .experiments
@@ -711,7 +713,20 @@ async fn the_culprit_search_starts_at_the_first_failure() {
         .filter(|e| e.step == Step::RegressionAfter)
         .map(|e| e.effective_counts().passes())
         .sum();
-    assert!(after >= 3, "the fix's clean runs: {after}");
+    assert_eq!(after, 2, "the fix's clean runs alone");
+    let suite = winner
+        .experiments
+        .iter()
+        .find(|e| e.step == Step::ExistingTests)
+        .unwrap();
+    assert_eq!(suite.exit_code, Some(0), "{suite:?}");
+    assert!(
+        winner
+            .status_reason
+            .contains("passed after it (2 runs and once within the existing tests)"),
+        "{}",
+        winner.status_reason
+    );
 }
 
 #[tokio::test]
@@ -955,4 +970,59 @@ async fn a_culprit_whose_revert_breaks_later_work_is_repaired_after_it() {
         patch.contains("step=1"),
         "the step parameter stays: {patch}"
     );
+}
+
+#[tokio::test]
+async fn a_test_file_that_no_longer_collects_is_judged_by_that_file_alone() {
+    // The culprit renames `add`, so `tests/test_calc.py` fails at collection
+    // (pytest's `ERROR tests/test_calc.py`) while the other test file passes:
+    // the regression test is that one file, not the whole command.
+    let mut repo = tracelab_testkit::FixtureRepo::new();
+    let calc_good = "def add(a, b):\n    return a + b\n";
+    let calc_bad = "def plus(a, b):\n    return a + b\n";
+    let test_calc = "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n";
+    let test_other = "def test_truth():\n    assert True\n";
+    let root = repo.commit(
+        "Initial calculator",
+        &[
+            ("calc.py", calc_good),
+            ("tests/test_calc.py", test_calc),
+            ("tests/test_other.py", test_other),
+        ],
+    );
+    let mut culprit = String::new();
+    for i in 1..8 {
+        if i == 4 {
+            culprit = repo.commit("Rename add to plus", &[("calc.py", calc_bad)]);
+        } else {
+            let notes = format!("release notes, entry {i}\n");
+            repo.commit(&format!("Update notes ({i})"), &[("NOTES.md", &notes)]);
+        }
+    }
+    let test = "python3 -m pytest -q -p no:cacheprovider tests";
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |_| {}).await;
+    let report = engine
+        .investigate(InvestigateRequest {
+            repo: repo.path().to_path_buf(),
+            test_command: test.into(),
+            good: Some(root),
+            bad: None,
+            issue_id: Some("T-1".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
+    let found = report.culprit.clone().expect("the culprit");
+    assert_eq!(found.commit.commit, culprit);
+    let winner = report.winner.clone().expect("the revert wins");
+    assert_eq!(winner.status, HypothesisStatus::Verified);
+    let isolated = "python3 -m pytest -q -p no:cacheprovider tests/test_calc.py";
+    for step in [Step::RegressionBefore, Step::RegressionAfter] {
+        let e = winner
+            .experiments
+            .iter()
+            .find(|e| e.step == step)
+            .unwrap_or_else(|| panic!("no {step:?}"));
+        assert_eq!(e.command, isolated, "{step:?}");
+    }
 }

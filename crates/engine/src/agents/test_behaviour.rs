@@ -58,7 +58,7 @@ impl FixConfirmation {
     /// What the report says once a fix was verified with these runs.
     pub fn confirmed_note(&self) -> String {
         format!(
-            "deterministic, confirmed by the fix: the failure failed {f} of {f} runs at the bad revision and the fix's regression test passed {n} of {n}; \
+            "deterministic, confirmed by the fix: the failure failed {f} of {f} runs at the bad revision and the fix's regression test had {n} clean runs (a clean run of the whole test command counts as one); \
              were the failure flaky and the fix ineffective, that would happen with probability at most {l:.4}, so the re-runs stopped at {f} \
              (not proven: that a failure the culprit made flaky at a high rate is not deterministic)",
             f = self.failures,
@@ -445,10 +445,13 @@ pub fn flaky_hypothesis(
 /// and it differs from the test command.
 pub fn isolated_command(ctx: &Context, classification: &Classification) -> Option<Vec<String>> {
     let baseline = classification.baseline.as_ref()?;
+    // A failing test first; else an error (pytest's `ERROR path` of a file
+    // that does not collect), which `runner::isolate` narrows to its file.
     let test_id = baseline
         .failing_tests
         .iter()
-        .find(|t| !t.starts_with("ERROR "))?;
+        .find(|t| !t.starts_with("ERROR "))
+        .or_else(|| baseline.failing_tests.first())?;
     let argv = runner::isolate(ctx.test.runner, &ctx.test.argv, test_id)?;
     (argv != ctx.test.argv).then_some(argv)
 }
