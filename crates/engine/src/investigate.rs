@@ -5,8 +5,8 @@ use crate::agents::code_path;
 use crate::config::{EngineConfig, InvestigateRequest};
 use crate::context::Context;
 use crate::phases::{
-    Proposed, behaviour_checks, conclude, numbered, propose_again, propose_awaiting_fix, reproduce,
-    verify_candidate,
+    Proposed, behaviour_checks, conclude, numbered, propose_again, propose_awaiting_fix,
+    report_behaviour, reproduce, verify_candidate,
 };
 use crate::progress::Progress;
 use crate::repair::repair;
@@ -215,6 +215,7 @@ async fn pipeline(
                 .report("no verified fix confirms the failures: finishing the re-runs at bad");
             classification = pending.finish(ctx, false).await?;
             classification.fix_confirmation = None;
+            report_behaviour(ctx, &classification);
             proposal.notes.push(format!(
                 "the re-runs at bad stopped at {} failures in a row for the culprit's fix, which was not verified; they were finished ({} of {} runs failed)",
                 confirmation.failures, classification.counts.failures, classification.counts.runs

@@ -111,7 +111,8 @@ pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
     Ok(Reproduction::Decided(classification))
 }
 
-fn report_behaviour(ctx: &Context, classification: &Classification) {
+/// Says how the failure behaves, once the re-runs have decided it.
+pub(crate) fn report_behaviour(ctx: &Context, classification: &Classification) {
     ctx.progress.report(&format!(
         "the failure is {:?} ({} of {} runs failed)",
         classification.decision.behaviour,

@@ -1026,3 +1026,64 @@ async fn a_test_file_that_no_longer_collects_is_judged_by_that_file_alone() {
         assert_eq!(e.command, isolated, "{step:?}");
     }
 }
+
+#[tokio::test]
+async fn re_runs_that_stopped_for_a_fix_that_fails_go_on_and_find_the_failure_flaky() {
+    // The failure fails its first runs, the search names the culprit, and
+    // the re-runs at bad stop at 4 for the fix; every revert breaks a newer
+    // test, so the re-runs go on, see passes, and the failure is flaky: the
+    // first revert's result is set aside and the search runs again under
+    // the measured rate.
+    let s = scenarios::regression_turning_flaky_without_a_fix(10, 3);
+    let (mut engine, _) = engine_on(SYSTEM_PATH.into(), |c| {
+        c.repair = tracelab_engine::RepairMode::Off
+    })
+    .await;
+    let progress = Arc::new(Recorded::default());
+    engine.progress = progress.clone();
+    let report = engine.investigate(request(&s)).await.unwrap();
+    let lines = progress.0.lock().unwrap().clone();
+    let stopped = progress
+        .position("reproduction: 4 failures in a row and a culprit")
+        .unwrap_or_else(|| panic!("the re-runs did not stop for the fix: {lines:?}"));
+    let finishing = progress
+        .position("no verified fix confirms the failures")
+        .unwrap_or_else(|| panic!("the re-runs were not finished: {lines:?}"));
+    let flaky_at = progress
+        .position("the failure is Flaky")
+        .unwrap_or_else(|| panic!("the failure was not found flaky: {lines:?}"));
+    assert!(stopped < finishing && finishing < flaky_at, "{lines:?}");
+    assert!(
+        lines[flaky_at..]
+            .iter()
+            .any(|l| l.starts_with("culprit search round")),
+        "the search did not run again under the measured rate: {lines:?}"
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("stopped at 4 failures in a row")),
+        "{:?}",
+        report.notes
+    );
+    assert!(
+        !report
+            .notes
+            .iter()
+            .any(|n| n.contains("confirmed by the fix")),
+        "{:?}",
+        report.notes
+    );
+    let flaky = report.flaky.expect("the measured rate is reported");
+    assert!(
+        flaky.failure_rate > 0.0 && flaky.failure_rate < 1.0,
+        "{flaky:?}"
+    );
+    let culprit = report.culprit.clone().expect("the culprit is kept");
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(!culprit.verified, "{culprit:?}");
+    // No fix is verified: what is proven is that the test is flaky at bad.
+    let winner = report.winner.clone().expect("the flaky hypothesis");
+    assert_eq!(winner.kind, HypothesisKind::Flaky, "{winner:?}");
+}

@@ -638,3 +638,50 @@ pub fn overfitting_trap(commits: usize) -> Scenario {
         Vec::new(),
     )
 }
+
+/// A culprit whose failure looks deterministic for its first runs and is
+/// flaky after them, and whose fix no revert gives: `culprit_at` makes
+/// `shout` raise while a per-sandbox schedule says the resource is busy (8
+/// runs busy, then one in two) and, in the same function, adds the `quiet`
+/// flag that `test_quiet.py` comes to use two commits later. Every revert
+/// of `shout` drops `quiet` and breaks that newer test, so the re-runs at
+/// bad that stopped for the culprit's fix must go on, and they find the
+/// failure flaky. The test command runs both files with pytest.
+pub fn regression_turning_flaky_without_a_fix(commits: usize, culprit_at: usize) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at + 2 < commits);
+    let good = "def shout(name):\n    return name.upper()\n";
+    let bad = format!(
+        "{}\n\nBUSY = fails_now()\n\n\ndef shout(name, quiet=False):\n    if BUSY and not quiet:\n        raise RuntimeError(\"resource busy\")\n    return name.lower() if quiet else name.upper()\n",
+        schedule("FFFFFFFFPFPFPFPFPFPF")
+    );
+    let test_app =
+        "from app import shout\n\n\ndef test_shout():\n    assert shout(\"bo\") == \"BO\"\n";
+    let placeholder = "def test_placeholder():\n    assert True\n";
+    let quiet = "from app import shout\n\n\ndef test_quiet():\n    assert shout(\"BO\", quiet=True) == \"bo\"\n";
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Shouting",
+        &[
+            ("app.py", good),
+            ("test_app.py", test_app),
+            ("test_quiet.py", placeholder),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit("Shout through the shared resource", &[("app.py", &bad)]));
+        } else if i == culprit_at + 2 {
+            repo.commit("Test quiet shouting", &[("test_quiet.py", quiet)]);
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    Scenario::finish(
+        repo,
+        "python3 -m pytest -q -p no:cacheprovider test_app.py test_quiet.py",
+        root,
+        culprit,
+        Vec::new(),
+    )
+}
