@@ -3,8 +3,9 @@
 //!
 //! Each model call gets the failing output, the suspect functions' source
 //! and their call sites, and (from the second call on) what happened to the
-//! previous answer. The answer must be SEARCH/REPLACE blocks; they are
-//! parsed strictly and checked against the patch safety rules and the oracle
+//! previous answer. The answer must be SEARCH/REPLACE blocks or a unified
+//! diff (`diff`, each hunk placed by its text); it is parsed strictly and
+//! checked against the patch safety rules and the oracle
 //! rule (no test file, nothing outside the repository, nothing under `.git/`,
 //! nothing through a symlink; a refused edit is counted), screened with the
 //! failing test like a template candidate, and a passing one becomes a patch
@@ -32,6 +33,8 @@ use tracelab_domain::patch::{FilePatch, validate};
 use tracelab_domain::ports::{ChatMessage, ChatModel, ChatRequest};
 use tracelab_domain::report::Suspect;
 use tracelab_domain::{Error, ErrorKind, Result};
+
+mod diff;
 
 /// Suspect functions shown to the model, best first.
 const PROMPT_SUSPECTS: usize = 5;
@@ -245,26 +248,34 @@ pub(super) async fn repair<'a>(
         if reply.truncated {
             c.outcome = "truncated".into();
             c.reason = "the answer stopped at the token limit; not applied".into();
-            feedback = Some("Your previous answer was cut off at the token limit and was not applied. Answer again with fewer, shorter SEARCH/REPLACE blocks.".into());
+            feedback = Some("Your previous answer was cut off at the token limit and was not applied. Answer again with a shorter edit.".into());
             run.calls.push(c);
             continue;
         }
-        let blocks = match parse_blocks(&reply.content) {
-            Ok(b) => b,
+        let (format, parsed) = match parse_answer(&reply.content) {
+            Ok(p) => p,
             Err(e) => {
                 c.outcome = "unparsable".into();
                 c.reason = e.message.clone();
                 feedback = Some(format!(
-                    "Your previous answer could not be used: {}. Answer only with SEARCH/REPLACE blocks in the format given.",
+                    "Your previous answer could not be used: {}. Answer only with SEARCH/REPLACE blocks or a unified diff in the format given.",
                     e.message
                 ));
                 run.calls.push(c);
                 continue;
             }
         };
-        c.paths = blocks.iter().map(|b| b.path.clone()).collect();
-        c.paths.dedup();
-        let files = match apply_blocks(ctx, judges, &blocks).await? {
+        let applied = match parsed {
+            Ok(blocks) => {
+                c.paths = blocks.iter().map(|b| b.path.clone()).collect();
+                c.paths.dedup();
+                apply_blocks(ctx, judges, &blocks)
+                    .await?
+                    .map(|files| (files, blocks))
+            }
+            Err(refusal) => Err(refusal),
+        };
+        let (files, blocks) = match applied {
             Ok(f) => f,
             Err(refusal) => {
                 run.refused_edits += 1;
@@ -292,7 +303,7 @@ pub(super) async fn repair<'a>(
             run.calls.push(c);
             continue;
         }
-        let attempt = model_attempt(&reply, &files, &shown, &blocks);
+        let attempt = model_attempt(&reply, &files, &shown, &blocks, format);
         let p = match prover {
             Some(p) => p,
             None => {
@@ -338,6 +349,7 @@ fn model_attempt(
     files: &[(String, String)],
     shown: &[&Suspect],
     blocks: &[Block],
+    format: Format,
 ) -> Attempt {
     let path = files.first().map(|(p, _)| p.clone()).unwrap_or_default();
     let first = &blocks[0];
@@ -353,8 +365,9 @@ fn model_attempt(
         .map(|s| s.symbol.clone())
         .unwrap_or_else(|| path.clone());
     let description = format!(
-        "{} SEARCH/REPLACE block(s) in {}",
+        "{} {} in {}",
         blocks.len(),
+        format.units(),
         files
             .iter()
             .map(|(p, _)| p.as_str())
@@ -517,7 +530,9 @@ the exact lines of the file to replace, copied with their indentation
 the new lines
 >>>>>>> REPLACE
 
-The SEARCH text must occur exactly once in the file.";
+The SEARCH text must occur exactly once in the file.
+
+Or answer with a unified diff (`--- a/path`, `+++ b/path`, `@@` hunks with a few lines of context); each hunk's context and removed lines must occur exactly once in the file.";
 
 fn messages(context: &str, feedback: Option<&str>) -> Vec<ChatMessage> {
     let mut user = context.to_string();
@@ -536,6 +551,49 @@ fn messages(context: &str, feedback: Option<&str>) -> Vec<ChatMessage> {
     ]
 }
 
+/// The two answer formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Blocks,
+    UnifiedDiff,
+}
+
+impl Format {
+    /// What the format's edits are called, for the attempt's description.
+    fn units(self) -> &'static str {
+        match self {
+            Format::Blocks => "SEARCH/REPLACE block(s)",
+            Format::UnifiedDiff => "unified diff hunk(s)",
+        }
+    }
+}
+
+/// An answer's edits as blocks: `Err` when it cannot be read (unparsable),
+/// `Ok(Err(reason))` when it can but the patch safety rules refuse it (a
+/// diff outside the repository, into `.git/`, creating a symlink, or
+/// creating, deleting or renaming a file). SEARCH/REPLACE blocks win when
+/// both formats appear.
+pub(crate) fn parse_answer(
+    answer: &str,
+) -> Result<(Format, std::result::Result<Vec<Block>, String>)> {
+    if answer.lines().any(|l| l.trim_end() == SEARCH) || !diff::looks_like_diff(answer) {
+        return parse_blocks(answer)
+            .map_err(|e| {
+                if e.message == NO_BLOCK {
+                    Error::invalid("no SEARCH/REPLACE block or unified diff in the answer")
+                } else {
+                    e
+                }
+            })
+            .map(|b| (Format::Blocks, Ok(b)));
+    }
+    let files = diff::files(answer)?;
+    if let Some(refused) = diff::refusal(&files) {
+        return Ok((Format::UnifiedDiff, Err(refused)));
+    }
+    Ok((Format::UnifiedDiff, Ok(diff::blocks(&files)?)))
+}
+
 /// One SEARCH/REPLACE block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Block {
@@ -547,6 +605,7 @@ pub(crate) struct Block {
 const SEARCH: &str = "<<<<<<< SEARCH";
 const DIVIDER: &str = "=======";
 const REPLACE: &str = ">>>>>>> REPLACE";
+const NO_BLOCK: &str = "no SEARCH/REPLACE block in the answer";
 
 /// The blocks of an answer, strictly: each SEARCH marker preceded by its
 /// path line (code fences between them allowed), each block closed, at least
@@ -624,7 +683,7 @@ pub(crate) fn parse_blocks(answer: &str) -> Result<Vec<Block>> {
         i = j + 1;
     }
     if blocks.is_empty() {
-        return Err(Error::invalid("no SEARCH/REPLACE block in the answer"));
+        return Err(Error::invalid(NO_BLOCK));
     }
     Ok(blocks)
 }
@@ -736,5 +795,27 @@ mod tests {
         ] {
             assert!(parse_blocks(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_answer_is_read_as_blocks_or_as_a_unified_diff() {
+        let blocks = "app.py\n<<<<<<< SEARCH\n    end = size\n=======\n    end = start + size\n>>>>>>> REPLACE\n";
+        let diff = "```diff\n--- a/app.py\n+++ b/app.py\n@@ -2 +2 @@\n-    end = size\n+    end = start + size\n```\n";
+        let (format, from_blocks) = parse_answer(blocks).unwrap();
+        assert_eq!(format, Format::Blocks);
+        let (format, from_diff) = parse_answer(diff).unwrap();
+        assert_eq!(format, Format::UnifiedDiff);
+        assert_eq!(from_blocks, from_diff);
+        let (_, refused) =
+            parse_answer("--- a/.git/config\n+++ b/.git/config\n@@ -1 +1 @@\n-[core]\n+[user]\n")
+                .unwrap();
+        assert!(refused.unwrap_err().contains(".git"));
+        let prose = parse_answer("The bug is in window().").unwrap_err();
+        assert!(
+            prose.message.contains("or unified diff"),
+            "{}",
+            prose.message
+        );
+        assert!(parse_answer("@@ -1 +1 @@\n-x\n+y\n").is_err());
     }
 }
