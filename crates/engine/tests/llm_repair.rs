@@ -418,3 +418,106 @@ async fn after_a_revert_that_is_not_verified_the_model_sees_the_culprits_diff() 
     assert!(prompt.contains("+    end = start + size - 1"), "{prompt}");
     assert!(prompt.contains("-    end = start + size\n"), "{prompt}");
 }
+
+/// The right fix of `scenarios::overfitting_trap` as a unified diff, with
+/// wrong line numbers in its hunk header (hunks are placed by their text).
+const DIFF_FIX: &str = "Here is the patch:\n\n```diff\ndiff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -7,3 +7,3 @@ def window(xs, start, size):\n def window(xs, start, size):\n-    end = size\n+    end = start + size\n     return xs[start:end]\n```\n";
+
+#[tokio::test]
+async fn a_unified_diff_is_verified_by_the_contract() {
+    let (report, seen) = trap(vec![Answer::Reply(DIFF_FIX.into())], |_| {}).await;
+    let winner = report.winner.clone().expect("a verified repair");
+    assert_eq!(
+        winner.status,
+        HypothesisStatus::Verified,
+        "{}",
+        winner.status_reason
+    );
+    assert_eq!(winner.detail.as_ref().unwrap()["source"], "model");
+    let patch = winner.patch.clone().unwrap();
+    assert!(patch.contains("+    end = start + size"), "{patch}");
+    let h = repair_hypothesis(&report);
+    assert_eq!(calls(h)[0]["outcome"], "edit screened and proven");
+    assert!(
+        winner.experiments.iter().any(|e| e
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("naming the patched function"))),
+        "the neighbour tests judged the diff too"
+    );
+    let body: serde_json::Value = serde_json::from_str(&seen[0].body).unwrap();
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("unified diff"), "{system}");
+}
+
+#[tokio::test]
+async fn hostile_and_malformed_diffs_are_refused_or_unparsable_and_counted() {
+    let s = scenarios::overfitting_trap(4);
+    std::os::unix::fs::symlink("app.py", s.repo.path().join("alias.py")).unwrap();
+    s.repo.git(&["add", "alias.py"]);
+    s.repo.git(&["commit", "-q", "-m", "An alias"]);
+    let tests_before = std::fs::read_to_string(s.repo.path().join("test_app.py")).unwrap();
+    let git_config = std::fs::read_to_string(s.repo.path().join(".git/config")).unwrap();
+    let hunk = "@@ -1,3 +1,3 @@\n def window(xs, start, size):\n-    end = size\n+    end = start + size\n";
+    let fake = FakeChat::start(vec![
+        // The oracle rule: the failing test's own file.
+        Answer::Reply("--- a/test_app.py\n+++ b/test_app.py\n@@ -5 +5 @@\n-    assert window([1, 2, 3, 4], 1, 2) == [2, 3]\n+    assert True\n".into()),
+        // Outside the repository.
+        Answer::Reply(format!("--- a/../outside.py\n+++ b/../outside.py\n{hunk}")),
+        // Inside .git.
+        Answer::Reply("diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -1 +1,2 @@\n [core]\n+\thooksPath = /tmp\n".into()),
+        // A new symlink over the suspect's file.
+        Answer::Reply("diff --git a/app.py b/app.py\nnew file mode 120000\n--- /dev/null\n+++ b/app.py\n@@ -0,0 +1 @@\n+/etc/passwd\n".into()),
+        // Through a tracked symlink.
+        Answer::Reply(format!("--- a/alias.py\n+++ b/alias.py\n{hunk}")),
+        // A new file.
+        Answer::Reply("--- /dev/null\n+++ b/sitecustomize.py\n@@ -0,0 +1 @@\n+import os\n".into()),
+        // Malformed: a hunk without a file header.
+        Answer::Reply(hunk.into()),
+        // Malformed: a context that is not in the file.
+        Answer::Reply("--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def window(xs, begin, size):\n-    end = size\n+    end = begin + size\n".into()),
+    ])
+    .await;
+    let report = investigate(s.repo.path(), &s.test_command, &fake.base_url, |c| {
+        c.max_patch_attempts = 8
+    })
+    .await;
+    assert!(report.winner.is_none());
+    let h = repair_hypothesis(&report);
+    assert_eq!(
+        h.status,
+        HypothesisStatus::Inconclusive,
+        "{}",
+        h.status_reason
+    );
+    let run = &h.detail.as_ref().unwrap()["model_run"];
+    let calls = calls(h);
+    let outcome = |i: usize| calls[i]["outcome"].as_str().unwrap().to_string();
+    let reason = |i: usize| calls[i]["reason"].as_str().unwrap().to_string();
+    assert_eq!(calls.len(), 8, "{calls:?}");
+    assert_eq!(run["refused_edits"], 7, "{run}");
+    assert!(reason(0).contains("oracle rule"), "{}", reason(0));
+    assert!(reason(1).contains("leaves the repository"), "{}", reason(1));
+    assert!(reason(2).contains(".git"), "{}", reason(2));
+    assert!(reason(3).contains("symlink"), "{}", reason(3));
+    assert!(reason(4).contains("alias.py is a symlink"), "{}", reason(4));
+    assert!(
+        reason(5).contains("creates sitecustomize.py"),
+        "{}",
+        reason(5)
+    );
+    assert_eq!(outcome(6), "unparsable", "{}", reason(6));
+    assert!(reason(6).contains("file headers"), "{}", reason(6));
+    assert_eq!(outcome(7), "refused", "{}", reason(7));
+    assert!(reason(7).contains("occurs 0 times"), "{}", reason(7));
+    assert_eq!(
+        std::fs::read_to_string(s.repo.path().join("test_app.py")).unwrap(),
+        tests_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo.path().join(".git/config")).unwrap(),
+        git_config
+    );
+    assert!(!s.repo.path().parent().unwrap().join("outside.py").exists());
+    assert!(!s.repo.path().join("sitecustomize.py").exists());
+}
