@@ -124,7 +124,7 @@ pub async fn run(
 
 /// The one-machine store, with an earlier version's record file imported.
 async fn open(db: &Option<PathBuf>, quiet: bool) -> anyhow::Result<(SqliteStore, PathBuf)> {
-    let path = db.clone().unwrap_or_else(crate::commands::default_db);
+    let path = db.clone().unwrap_or_else(crate::db::default_db);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -153,6 +153,7 @@ pub(crate) async fn for_investigation(
         std::sync::Arc::new(tracelab_engine::agents::experience::Experience {
             records,
             workflow: None,
+            repository: None,
         })
     }))
 }

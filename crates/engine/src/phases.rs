@@ -58,6 +58,10 @@ pub struct Proposal {
     /// revert's verifier proposes it then, as the embedded pipeline does.
     #[serde(default)]
     pub repair_after_revert: Option<RepairCandidate>,
+    /// The experience agent's hypothesis a verifier proves, when the fleet
+    /// proposes one ([`propose_experience`]).
+    #[serde(default)]
+    pub experience: Option<RepairCandidate>,
 }
 
 /// Repair templates to screen and prove on the proposal's suspects.
@@ -564,6 +568,7 @@ async fn propose_classified(
         suspects: Vec::new(),
         repair: None,
         repair_after_revert: None,
+        experience: None,
     };
     match suspects {
         Ok(s) => proposal.suspects = s,
@@ -686,6 +691,43 @@ pub fn pending_repair(ctx: &Context, number: u32) -> Hypothesis {
     h.branch = Some(hypothesis_branch(&ctx.issue_id, number));
     h.status_reason = "waiting for a verifier".into();
     h
+}
+
+/// Proposes the experience agent's hypothesis for a verifier (the fleet's
+/// investigator; the verifier runs [`crate::agents::experience::reuse`]),
+/// when the agent is wanted and a past repair of this repository (L1) was
+/// retrieved for the failure; the L2/L3 guidance goes to the notes as in the
+/// embedded pipeline. With a revert to prove it is not proposed: the
+/// embedded pipeline reuses experience only when the revert is not
+/// verified, and the fleet does not chain it after the revert yet.
+pub fn propose_experience(
+    ctx: &Context,
+    classification: &Classification,
+    proposal: &mut Proposal,
+    hypotheses: &[Hypothesis],
+) -> Option<Hypothesis> {
+    if proposal.revert.is_some()
+        || !crate::agents::experience::wanted(&ctx.config, classification, hypotheses)
+    {
+        return None;
+    }
+    let preview = crate::agents::experience::preview(ctx, classification);
+    proposal.notes.extend(preview.notes);
+    if preview.concrete == 0 {
+        return None;
+    }
+    let number = hypotheses.len() as u32 + 1;
+    proposal.experience = Some(RepairCandidate { number });
+    let mut h = Hypothesis::new(
+        HypothesisId::new(&ctx.id, number),
+        number,
+        AgentKind::Experience,
+        HypothesisKind::Patch,
+        "a past repair of this failure, re-applied, fixes it (experience)",
+    );
+    h.branch = Some(hypothesis_branch(&ctx.issue_id, number));
+    h.status_reason = "waiting for a verifier".into();
+    Some(h)
 }
 
 /// The revert hypothesis as proposed, before a verifier has run it (PENDING).

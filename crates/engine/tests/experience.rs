@@ -166,6 +166,7 @@ async fn a_past_repair_is_merged_into_moved_code_and_verified() {
         Some(Experience {
             records: records.clone(),
             workflow: None,
+            repository: None,
         }),
     )
     .await;
@@ -223,6 +224,7 @@ async fn without_records_or_in_scope_records_the_agent_adds_nothing() {
         Some(Experience {
             records: elsewhere,
             workflow: None,
+            repository: None,
         }),
     )
     .await;
@@ -253,6 +255,7 @@ async fn a_record_whose_code_is_gone_is_not_applied() {
         Some(Experience {
             records,
             workflow: None,
+            repository: None,
         }),
     )
     .await;

@@ -16,6 +16,7 @@ use tracelab_domain::ports::{ChatModel, SandboxProvider};
 use tracelab_domain::{Error, Result};
 use tracelab_engine::InvestigateRequest;
 use tracelab_engine::RepairMode;
+use tracelab_engine::agents::experience::{self, Experience};
 use tracelab_engine::agents::test_behaviour::Classification;
 use tracelab_engine::phases::{RevertCandidate, pending_repair, verify_candidate};
 use tracelab_engine::session::{Session, prepare};
@@ -28,7 +29,7 @@ use tracelab_llm::LlmServer;
 use tracelab_proto::events::v1::{HypothesisKind, HypothesisVerified, VerifyJob};
 use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
-use tracelab_store::{PgStore, Recorded};
+use tracelab_store::{ExperienceStore, PgStore, Recorded};
 
 /// The durable consumer every verifier shares (a work queue: one job, one verifier).
 pub const DURABLE: &str = "verifier";
@@ -186,9 +187,12 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
 impl Verifier {
     async fn handle(&self, delivery: Arc<Delivery>) -> Result<()> {
         let job: VerifyJob = events::decode(&delivery)?;
-        if !matches!(job.kind(), HypothesisKind::Revert | HypothesisKind::Repair) {
+        if !matches!(
+            job.kind(),
+            HypothesisKind::Revert | HypothesisKind::Repair | HypothesisKind::Experience
+        ) {
             return Err(Error::invalid(format!(
-                "verify job {} has kind {:?}; this verifier proves REVERT and REPAIR hypotheses",
+                "verify job {} has kind {:?}; this verifier proves REVERT, REPAIR and EXPERIENCE hypotheses",
                 job.hypothesis_id,
                 job.kind()
             )));
@@ -315,6 +319,9 @@ impl Verifier {
         let mut config = engine_config(job.limits.as_ref(), &self.sandbox)?;
         config.parallelism = 1;
         self.repair.apply(&mut config, self.chat_model.clone());
+        if job.kind() == HypothesisKind::Experience {
+            config.experience = Some(Arc::new(self.experience(&job.repository).await?));
+        }
         let checkout = self
             .repositories
             .checkout(&job.repository, &[&job.bad])
@@ -335,15 +342,17 @@ impl Verifier {
             self.sandboxes.clone(),
             Arc::new(tracelab_engine::Silent),
         )?;
-        let result = if job.kind() == HypothesisKind::Repair {
-            repair_job(&session.ctx, &classification, job).await
-        } else {
-            let candidate = RevertCandidate {
-                number: job.number,
-                culprit: job.culprit.clone(),
-                passes_needed: job.passes_needed,
-            };
-            verify_candidate(&session.ctx, &classification, &candidate).await
+        let result = match job.kind() {
+            HypothesisKind::Repair => repair_job(&session.ctx, &classification, job).await,
+            HypothesisKind::Experience => experience_job(&session.ctx, &classification, job).await,
+            _ => {
+                let candidate = RevertCandidate {
+                    number: job.number,
+                    culprit: job.culprit.clone(),
+                    passes_needed: job.passes_needed,
+                };
+                verify_candidate(&session.ctx, &classification, &candidate).await
+            }
         };
         let follow_up = match &result {
             Ok(h)
@@ -364,6 +373,48 @@ impl Verifier {
         session.close(keep.as_deref()).await;
         Ok((result?, follow_up))
     }
+}
+
+impl Verifier {
+    /// Every stored record (the scope rules keep L1 and L2 to this
+    /// repository, L3 from anywhere), keyed by the repository as the fleet
+    /// admitted it: the checkout is a mirror in this verifier's cache.
+    async fn experience(&self, repository: &str) -> Result<Experience> {
+        Ok(Experience {
+            records: self.store.experience(None).await?,
+            workflow: None,
+            repository: Some(repository.to_string()),
+        })
+    }
+}
+
+/// Re-applies and proves the past repairs of the job's failure (the
+/// embedded pipeline's experience agent); none applicable is an
+/// INCONCLUSIVE hypothesis with the reasons, so the arbiter still gets an
+/// answer.
+async fn experience_job(
+    ctx: &tracelab_engine::context::Context,
+    classification: &Classification,
+    job: &VerifyJob,
+) -> Result<tracelab_domain::hypothesis::Hypothesis> {
+    let found = experience::reuse(ctx, classification, job.number).await?;
+    if let Some(h) = found.hypothesis {
+        return Ok(h);
+    }
+    let mut h = tracelab_domain::hypothesis::Hypothesis::new(
+        HypothesisId(job.hypothesis_id.clone()),
+        job.number,
+        tracelab_domain::hypothesis::AgentKind::Experience,
+        tracelab_domain::hypothesis::HypothesisKind::Patch,
+        "a past repair of this failure, re-applied, fixes it (experience)",
+    );
+    h.status = HypothesisStatus::Inconclusive;
+    h.status_reason = if found.notes.is_empty() {
+        "experience: no past repair of this failure was retrieved".into()
+    } else {
+        found.notes.join("; ")
+    };
+    Ok(h)
 }
 
 /// Screens and proves the repair templates of the job's suspects (the

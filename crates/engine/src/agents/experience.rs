@@ -39,6 +39,12 @@ pub struct Experience {
     /// an L1 record is of the same workflow when that workflow ran the
     /// investigation's test command ([`retrieve::same_workflow`]).
     pub workflow: Option<String>,
+    /// The key the records of this repository were mined under, for the
+    /// scope rules. `None`: the repository's path on this machine (what
+    /// one-machine mining records). The fleet gives the repository as it
+    /// admitted it (`Repositories::admit`: the URL, or the canonical local
+    /// path), since its checkouts are mirrors in each worker's own cache.
+    pub repository: Option<String>,
 }
 
 /// Guidance notes (L2/L3) shown at most per investigation.
@@ -80,16 +86,7 @@ pub async fn reuse(ctx: &Context, classification: &Classification, number: u32) 
         return Ok(found);
     };
     let git = ctx.pool.workspace().git().clone();
-    let root = ctx.pool.workspace().root().display().to_string();
-    let (failures, _) = failures_from_output(&ctx.test.argv, output, &root);
-    let repository = git.path().display().to_string();
-    let command = ctx.test.display();
-    let target = Target {
-        repository: &repository,
-        workflow: experience.workflow.as_deref(),
-        command: &command,
-    };
-    let retrieved = retrieve::retrieve(&experience.records, &failures, &target);
+    let (failures, retrieved) = retrieval(ctx, &experience, output);
     ctx.progress.report(&format!(
         "experience: {} problem(s), {} record(s) retrieved ({} L1)",
         failures.len(),
@@ -146,6 +143,58 @@ pub async fn reuse(ctx: &Context, classification: &Classification, number: u32) 
     }
     found.hypothesis = Some(h);
     Ok(found)
+}
+
+/// What [`reuse`] would retrieve, without touching the repository: the
+/// number of L1 records to prove and the L2/L3 guidance notes. The fleet's
+/// investigator proposes the experience hypothesis only when there is an
+/// L1 record (a verifier then runs [`reuse`]) and keeps the guidance in
+/// the proposal's notes.
+#[derive(Debug, Default)]
+pub struct Preview {
+    pub concrete: usize,
+    pub notes: Vec<String>,
+}
+
+/// See [`Preview`].
+pub fn preview(ctx: &Context, classification: &Classification) -> Preview {
+    let (Some(experience), Some(output)) = (
+        ctx.config.experience.clone(),
+        classification.baseline_output.as_deref(),
+    ) else {
+        return Preview::default();
+    };
+    let (failures, retrieved) = retrieval(ctx, &experience, output);
+    Preview {
+        concrete: retrieved
+            .iter()
+            .filter(|r| r.level == Level::Concrete)
+            .count(),
+        notes: guidance(&retrieved, &failures),
+    }
+}
+
+/// The failure decomposed into problems and the records retrieved for them
+/// under the scope rules.
+fn retrieval<'e>(
+    ctx: &Context,
+    experience: &'e Experience,
+    output: &str,
+) -> (Vec<Failure>, Vec<Retrieved<'e>>) {
+    let root = ctx.pool.workspace().root().display().to_string();
+    let (failures, _) = failures_from_output(&ctx.test.argv, output, &root);
+    let repository = experience
+        .repository
+        .clone()
+        .unwrap_or_else(|| ctx.pool.workspace().git().path().display().to_string());
+    let command = ctx.test.display();
+    let target = Target {
+        repository: &repository,
+        workflow: experience.workflow.as_deref(),
+        command: &command,
+    };
+    let retrieved = retrieve::retrieve(&experience.records, &failures, &target);
+    (failures, retrieved)
 }
 
 fn short(id: &str) -> &str {
