@@ -2,8 +2,10 @@
 //! flags and the environment — the only place that reads either.
 
 use crate::args::{
-    Cli, Command, DemoArgs, Format, InvestigateArgs, InvestigationsCommand, RunOptions, SandboxKind,
+    DemoArgs, Format, InvestigateArgs, InvestigationsCommand, RunOptions, SandboxKind,
 };
+use crate::command_line::{Cli, Command};
+use crate::db::default_db;
 use crate::output;
 use anyhow::{Context as _, bail};
 use std::path::PathBuf;
@@ -17,14 +19,6 @@ use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
 use tracelab_sandbox::{HardenedConfig, Isolation, LocalConfig, LocalSandboxProvider};
 use tracelab_store::SqliteStore;
-
-pub(crate) fn default_db() -> PathBuf {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("tracelab/tracelab.db")
-}
 
 /// The store, recording the OS user as who starts, reviews and opens
 /// pull requests (the audit log's actor on one machine).

@@ -6,7 +6,9 @@ mod args;
 #[cfg(not(all(feature = "docker", feature = "server", feature = "indexer")))]
 mod built;
 mod code;
+mod command_line;
 mod commands;
+mod db;
 mod experience;
 mod output;
 mod parse;
@@ -24,7 +26,7 @@ mod upload;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = args::Cli::parse();
+    let cli = command_line::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TRACELAB_LOG")

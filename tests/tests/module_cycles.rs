@@ -14,39 +14,11 @@ use std::path::{Path, PathBuf};
 /// three #17 named (cli args/repro, ingest's group/model/..., sandbox-docker's
 /// cgroup/provider/sandbox) are gone; these were found after it.
 const KNOWN: &[(&str, &[&str])] = &[
-    // `commands` dispatches to every command and the commands read `args`;
-    // `args` reaches back into `experience` for its subcommand's flags.
-    (
-        "cli/src",
-        &[
-            "args",
-            "code",
-            "commands",
-            "experience",
-            "output",
-            "parse",
-            "pull_request",
-            "remote",
-            "repro",
-            "serve",
-        ],
-    ),
     // The agents and the context/config/probe/verify modules they are called with.
     (
         "crates/engine/src",
         &[
             "agents", "config", "context", "journal", "oracle", "pool", "probe", "repair", "verify",
-        ],
-    ),
-    (
-        "services/investigator/src",
-        &[
-            "api",
-            "delivery",
-            "jira",
-            "openapi",
-            "pull_request",
-            "webhooks",
         ],
     ),
 ];

@@ -1,0 +1,14 @@
+//! Where the embedded store is when `--db` does not say: shared by the
+//! commands and `experience`, which open the same store.
+
+use std::path::PathBuf;
+
+/// `$XDG_DATA_HOME/tracelab/tracelab.db`, else under `~/.local/share`, else
+/// the temporary folder.
+pub(crate) fn default_db() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("tracelab/tracelab.db")
+}
