@@ -4,7 +4,8 @@
 use crate::grammar::Kinds;
 pub use crate::operator::Edit;
 use crate::operator::{Operator, token_swaps};
-use crate::{guard, scope};
+use crate::scope::Scope;
+use crate::{bounds, guard, scope};
 use tracelab_domain::Language;
 use tree_sitter::Node;
 
@@ -17,6 +18,9 @@ pub struct Walk<'a> {
     pub kinds: &'static Kinds,
     /// The error text, for guards on the attributes it names.
     pub failure: &'a str,
+    /// Lines of this file the failure's frames name (Go's nil dereference
+    /// names no field, only the line).
+    pub hot_lines: &'a [u32],
 }
 
 impl Walk<'_> {
@@ -38,28 +42,26 @@ impl Walk<'_> {
     /// Every edit inside `function` (its whole subtree).
     pub fn function(&self, function: Node) -> Vec<Edit> {
         let mut out = Vec::new();
-        let locals = if self.language == Language::Python {
-            scope::python_locals(function, self.source)
-        } else {
-            Vec::new()
-        };
+        let scope = scope::scope(self.language);
+        let locals = scope.map_or_else(Vec::new, |s| s.locals(function, self.source));
         let mut cursor = function.walk();
         let mut stack = vec![function];
         while let Some(node) = stack.pop() {
-            self.node(node, &locals, &mut out);
+            self.node(node, scope, &locals, &mut out);
             stack.extend(node.children(&mut cursor));
         }
-        if self.language == Language::Python {
-            out.extend(guard::python_none_guards(
-                function,
-                self.source,
-                self.failure,
-            ));
-        }
+        let guards = guard::Guards {
+            source: self.source,
+            language: self.language,
+            failure: self.failure,
+            hot_lines: self.hot_lines,
+            locals: &locals,
+        };
+        out.extend(guards.function(function));
         out
     }
 
-    fn node(&self, node: Node, locals: &[String], out: &mut Vec<Edit>) {
+    fn node(&self, node: Node, scope: Option<&Scope>, locals: &[String], out: &mut Vec<Edit>) {
         let kind = node.kind();
         if self.kinds.binary.contains(&kind) {
             self.operator_tokens(node, out);
@@ -75,13 +77,15 @@ impl Walk<'_> {
         if kind == self.kinds.call {
             self.call(node, out);
         }
-        if self.language == Language::Python {
-            if kind == "slice" {
-                self.bounds(node, out);
-            }
-            if kind == "identifier" && !locals.is_empty() {
-                self.identifier(node, locals, out);
-            }
+        for bound in bounds::slice_bounds(self.language, node) {
+            self.shift(bound, out);
+        }
+        if let Some(scope) = scope
+            && kind == "identifier"
+            && !locals.is_empty()
+            && scope.is_value_use(node)
+        {
+            self.identifier(node, locals, out);
         }
     }
 
@@ -139,7 +143,8 @@ impl Walk<'_> {
         out.push(self.edit(Operator::NegateCondition, inner, replacement));
     }
 
-    /// Swaps of adjacent positional arguments, and `range` ends shifted.
+    /// Swaps of adjacent positional arguments, and the bounds of the calls
+    /// that take a range (`range`, `slice`, `substring`, `subList`) shifted.
     fn call(&self, node: Node, out: &mut Vec<Edit>) {
         let Some(arguments) = node.child_by_field_name(self.kinds.call_arguments) else {
             return;
@@ -172,19 +177,13 @@ impl Walk<'_> {
                 ),
             });
         }
-        let is_range = node
-            .child_by_field_name("function")
-            .is_some_and(|f| self.language == Language::Python && self.text(f) == "range");
-        if is_range && let Some(end) = positional.get(if positional.len() == 1 { 0 } else { 1 }) {
-            self.shift(*end, out);
-        }
-    }
-
-    /// Slice bounds shifted by one (literals by the off-by-one operator).
-    fn bounds(&self, slice: Node, out: &mut Vec<Edit>) {
-        let mut cursor = slice.walk();
-        for bound in slice.named_children(&mut cursor) {
-            self.shift(bound, out);
+        let callee = bounds::callee_name(self.language, node).map(|n| self.text(n));
+        for at in callee.map_or(&[][..], |c| {
+            bounds::bound_arguments(self.language, c, positional.len())
+        }) {
+            if let Some(bound) = positional.get(*at) {
+                self.shift(*bound, out);
+            }
         }
     }
 
@@ -206,9 +205,6 @@ impl Walk<'_> {
 
     /// A use of a local replaced by the nearest other locals by name.
     fn identifier(&self, node: Node, locals: &[String], out: &mut Vec<Edit>) {
-        if !scope::is_value_use(node) {
-            return;
-        }
         let name = self.text(node);
         if !locals.iter().any(|l| l == name) {
             return;

@@ -6,15 +6,18 @@
 //! best under the verification contract.
 //!
 //! Operators (see [`Operator`]): comparison, arithmetic and boolean operator
-//! swaps, off-by-one on integer literals, slice bounds and `range` ends,
-//! condition negation, argument swaps — in every language the index parses;
-//! same-scope identifier swaps and None guards before an attribute the error
-//! names — Python only so far.
+//! swaps, off-by-one on integer literals, slice bounds and range ends,
+//! condition negation, argument swaps, same-scope identifier swaps and null
+//! guards before an access the error names — in every language the index
+//! parses (Python, JavaScript/TypeScript, Go, Rust, Java), except the null
+//! guard in Rust, which has no null.
 
+mod bounds;
 mod culprit;
 mod edits;
 mod grammar;
 mod guard;
+mod nulls;
 mod operator;
 mod scope;
 
@@ -162,6 +165,7 @@ fn target_edits(target: &Target<'_>, language: Language, failure: &str) -> Vec<e
         language,
         kinds,
         failure,
+        hot_lines: target.hot_lines,
     };
     walk.function(function)
 }

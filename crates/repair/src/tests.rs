@@ -205,3 +205,5 @@ fn none_attributes_reads_each_name_once() {
     assert_eq!(none_attributes(text), vec!["name", "id"]);
     assert!(none_attributes("'NoneType' object has no attribute '").is_empty());
 }
+
+mod languages;
