@@ -603,9 +603,12 @@ pub async fn behaviour_checks(
     ctx: &Context,
     classification: &Classification,
 ) -> Result<Vec<Hypothesis>> {
+    // The failing test alone first: its run starts the order check, and
+    // when it fails alone the environment variants run it alone too.
+    let alone = test_behaviour::Alone::run(ctx, classification).await?;
     let (order, env) = futures::future::try_join(
-        test_behaviour::order_dependence(ctx, 0, classification),
-        test_behaviour::environment_dependence(ctx, 0, classification),
+        test_behaviour::order_dependence(ctx, 0, classification, alone.as_ref()),
+        test_behaviour::environment_dependence(ctx, 0, classification, alone.as_ref()),
     )
     .await?;
     Ok(order.into_iter().chain(env).collect())

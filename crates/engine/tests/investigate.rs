@@ -291,6 +291,58 @@ async fn a_timezone_dependent_test_is_recognised() {
 }
 
 #[tokio::test]
+async fn the_environment_variants_run_the_failing_test_alone_when_it_fails_alone() {
+    // A pytest suite where one test expects a time rendered in New York's
+    // zone: it fails in the sandbox's zone, alone too, so the variants run
+    // it alone rather than the suite (whose other test takes a while).
+    let mut repo = tracelab_testkit::FixtureRepo::new();
+    let tests = "import time\n\n\ndef test_stamp():\n    stamp = time.strftime(\"%H:%M\", time.localtime(0))\n    assert stamp == \"19:00\", f\"rendered {stamp}\"\n\n\ndef test_slow():\n    time.sleep(0.5)\n";
+    repo.commit("Add report time tests", &[("test_time.py", tests)]);
+    repo.commit("Notes", &[("NOTES.md", "notes\n")]);
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |c| {
+        c.sequential.max_runs = 10;
+        c.repair = tracelab_engine::RepairMode::Off;
+    })
+    .await;
+    let report = engine
+        .investigate(InvestigateRequest {
+            repo: repo.path().to_path_buf(),
+            test_command: "python3 -m pytest -q -p no:cacheprovider test_time.py".into(),
+            good: None,
+            bad: None,
+            issue_id: Some("T-1".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        report.verdict,
+        Verdict::EnvironmentDependent,
+        "{}",
+        report.to_markdown()
+    );
+    let winner = report.winner.clone().unwrap();
+    let variant = winner
+        .experiments
+        .iter()
+        .find(|e| e.step == Step::EnvironmentVariant)
+        .expect("the variant's runs");
+    assert!(
+        variant.command.starts_with("TZ=")
+            && variant
+                .command
+                .ends_with("python3 -m pytest -q -p no:cacheprovider test_time.py::test_stamp"),
+        "{}",
+        variant.command
+    );
+    let alone = winner
+        .experiments
+        .iter()
+        .find(|e| e.step == Step::Isolation)
+        .expect("the run alone in the default environment");
+    assert_eq!(alone.outcome, tracelab_domain::experiment::Outcome::Fail);
+}
+
+#[tokio::test]
 async fn bad_input_gives_one_line_errors() {
     let (engine, _) = engine(|_| {}).await;
     let not_repo = tempfile_dir();

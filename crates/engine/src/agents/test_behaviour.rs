@@ -471,31 +471,60 @@ async fn repeat(
     results.into_iter().collect()
 }
 
-/// Order dependence: a deterministic failure in the suite whose test passes alone.
+/// The failing test run alone once at bad, in the default environment: the
+/// first run of the order check, and what tells the environment check which
+/// command to vary.
+pub struct Alone {
+    pub argv: Vec<String>,
+    pub first: Judged,
+}
+
+impl Alone {
+    /// Runs the failing test alone once; `None` when the failure is not
+    /// deterministic or the runner cannot run one test alone.
+    pub async fn run(ctx: &Context, classification: &Classification) -> Result<Option<Alone>> {
+        if classification.decision.behaviour != Behaviour::Deterministic {
+            return Ok(None);
+        }
+        let Some(argv) = isolated_command(ctx, classification) else {
+            return Ok(None);
+        };
+        let baseline = classification.baseline.as_ref();
+        let mut runs = repeat(ctx, &argv, &[], 1, baseline).await?;
+        Ok(runs.pop().map(|first| Alone { argv, first }))
+    }
+
+    /// Whether it failed alone with the failure under investigation.
+    pub fn fails(&self) -> bool {
+        self.first.outcome == Outcome::Fail
+    }
+}
+
+/// Order dependence: a deterministic failure in the suite whose test passes
+/// alone. `alone` is the test's first run alone ([`Alone::run`]).
 pub async fn order_dependence(
     ctx: &Context,
     number: u32,
     classification: &Classification,
+    alone: Option<&Alone>,
 ) -> Result<Option<Hypothesis>> {
-    if classification.decision.behaviour != Behaviour::Deterministic {
-        return Ok(None);
-    }
-    let Some(isolated) = isolated_command(ctx, classification) else {
+    let Some(alone) = alone else {
         return Ok(None);
     };
     // One isolated run that does not pass settles it (order dependence
     // needs every isolated run to pass); the others confirm a pass.
-    let baseline = classification.baseline.as_ref();
-    let mut runs = repeat(ctx, &isolated, &[], 1, baseline).await?;
-    if runs[0].outcome != Outcome::Pass {
+    if alone.first.outcome != Outcome::Pass {
         return Ok(None);
     }
+    let isolated = &alone.argv;
+    let baseline = classification.baseline.as_ref();
+    let mut runs = vec![alone.first.clone()];
     let more = ctx.config.isolation_runs.max(1) - 1;
-    runs.extend(repeat(ctx, &isolated, &[], more, baseline).await?);
+    runs.extend(repeat(ctx, isolated, &[], more, baseline).await?);
     if !runs.iter().all(|r| r.outcome == Outcome::Pass) {
         return Ok(None);
     }
-    let command = shell_words::join(&isolated);
+    let command = shell_words::join(isolated);
     let mut h = Hypothesis::new(
         HypothesisId::new(&ctx.id, number),
         number,
@@ -529,17 +558,23 @@ pub async fn order_dependence(
 
 /// Environment dependence: one variable flips the outcome consistently.
 /// For a deterministic failure it looks for a variant that passes; for a
-/// failure that never reproduced, for a variant that fails.
+/// failure that never reproduced, for a variant that fails. When the failing
+/// test fails alone (`alone`), the variants run it alone: the same evidence
+/// for a fraction of a whole suite's time.
 pub async fn environment_dependence(
     ctx: &Context,
     number: u32,
     classification: &Classification,
+    alone: Option<&Alone>,
 ) -> Result<Option<Hypothesis>> {
     let looking_for = match classification.decision.behaviour {
         Behaviour::Deterministic => Outcome::Pass,
         Behaviour::NeverFails if classification.blocked.is_none() => Outcome::Fail,
         _ => return Ok(None),
     };
+    let alone = alone.filter(|a| a.fails());
+    let argv = alone.map_or(&ctx.test.argv, |a| &a.argv);
+    let shown = alone.map_or_else(|| ctx.test.display(), |a| shell_words::join(&a.argv));
     let confirm = ctx.config.isolation_runs.max(1);
     let baseline = classification.baseline.as_ref();
     // Every variant's first run at once (they share the pool's slots); the
@@ -548,7 +583,7 @@ pub async fn environment_dependence(
     let screened = join_all(ctx.config.environment_variants.iter().map(|(key, value)| {
         let env = vec![(key.clone(), value.clone())];
         async move {
-            let first = repeat(ctx, &ctx.test.argv, &env, 1, baseline).await?;
+            let first = repeat(ctx, argv, &env, 1, baseline).await?;
             Ok::<_, tracelab_domain::Error>((key, value, env, first))
         }
     }))
@@ -559,12 +594,12 @@ pub async fn environment_dependence(
             continue;
         }
         let mut runs = first;
-        runs.extend(repeat(ctx, &ctx.test.argv, &env, confirm - 1, baseline).await?);
+        runs.extend(repeat(ctx, argv, &env, confirm - 1, baseline).await?);
         if !runs.iter().all(|r| r.outcome == looking_for) {
             continue;
         }
         let delta = format!("{key}={value}");
-        let command = format!("{delta} {}", ctx.test.display());
+        let command = format!("{delta} {shown}");
         let summary = if looking_for == Outcome::Pass {
             format!(
                 "environment-dependent: the test fails in the sandbox's default environment and passes with {delta}"
@@ -582,6 +617,18 @@ pub async fn environment_dependence(
             summary,
         );
         h.experiments.push(classification.experiment.clone());
+        if let Some(a) = alone {
+            // The test alone fails in the default environment: the variant's
+            // passes are compared with this run, not only with the suite's.
+            h.experiments.extend(batch_experiment(
+                Step::Isolation,
+                &shown,
+                &ctx.bad,
+                std::slice::from_ref(&a.first),
+                ctx.config.stored_output_limit,
+                None,
+            ));
+        }
         h.experiments.extend(batch_experiment(
             Step::EnvironmentVariant,
             &command,
