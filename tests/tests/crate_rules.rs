@@ -29,6 +29,7 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-codehost"
         | "tracelab-experience"
         | "tracelab-llm"
+        | "tracelab-notify"
         | "tracelab-fleet" => Library,
         "tracelab-investigator"
         | "tracelab-verifier"
@@ -72,6 +73,9 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     ("tracelab-syntax", &["tracelab-domain"]),
     ("tracelab-repos", &["tracelab-domain"]),
     ("tracelab-dashboard", &["tracelab-domain"]),
+    // Webhooks, Jira comments and the Jira intake for the investigator and
+    // `tracelab serve` alike (#13): its port is implemented on both stores.
+    ("tracelab-notify", &["tracelab-domain", "tracelab-store"]),
     // Pushes with the deployment's git credentials settings.
     ("tracelab-codehost", &["tracelab-domain", "tracelab-repos"]),
     (

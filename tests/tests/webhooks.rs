@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracelab_e2e::{Fleet, FleetOptions, backends};
-use tracelab_investigator::webhooks::{REPLAY_WINDOW, verify};
+use tracelab_notify::webhooks::{REPLAY_WINDOW, verify};
 use tracelab_testkit::scenarios;
 
 const SECRET: &str = "whsec-e2e-0123456789abcdef";

@@ -3,8 +3,11 @@
 //! approved investigation. Each write changes the investigation and
 //! appends its audit row in one transaction. One implementation, generic
 //! over the [`Backend`]; the two stores' trait impls only hand it their pool.
+//! The `…_notifying` variants also enqueue the stage's webhooks and Jira
+//! comments in the same transaction.
 
 use crate::backend::{Backend, Shared};
+use crate::notifications::{NewNotification, enqueue_in};
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -98,6 +101,7 @@ where
         pool: &Pool<DB>,
         id: &InvestigationId,
         review: &Review<'_>,
+        notes: &[NewNotification],
     ) -> Result<InvestigationState> {
         let (to, action) = target(review);
         let mut tx = pool.begin().await.map_err(DB::error)?;
@@ -128,6 +132,7 @@ where
             reason(review).as_deref(),
         )
         .await?;
+        enqueue_in::<DB>(&mut tx, notes).await?;
         tx.commit().await.map_err(DB::error)?;
         Ok(to)
     }
@@ -158,6 +163,7 @@ where
         actor: &str,
         role: &str,
         link: &PullRequestLink,
+        notes: &[NewNotification],
     ) -> Result<PullRequestLink> {
         let number = number_of(link)?;
         let mut tx = pool.begin().await.map_err(DB::error)?;
@@ -198,6 +204,7 @@ where
             Some(&link.url),
         )
         .await?;
+        enqueue_in::<DB>(&mut tx, notes).await?;
         tx.commit().await.map_err(DB::error)?;
         Ok(link.clone())
     }
@@ -259,7 +266,7 @@ macro_rules! hand_off_store {
                 id: &InvestigationId,
                 review: &Review<'_>,
             ) -> Result<InvestigationState> {
-                Shared::<$db>::review(self.pool(), id, review).await
+                Shared::<$db>::review(self.pool(), id, review, &[]).await
             }
 
             async fn hand_off(&self, id: &InvestigationId) -> Result<Option<HandOff>> {
@@ -273,7 +280,7 @@ macro_rules! hand_off_store {
                 role: &str,
                 link: &PullRequestLink,
             ) -> Result<PullRequestLink> {
-                Shared::<$db>::record_pull_request(self.pool(), id, actor, role, link).await
+                Shared::<$db>::record_pull_request(self.pool(), id, actor, role, link, &[]).await
             }
 
             async fn record_pull_request_failure(
@@ -285,6 +292,33 @@ macro_rules! hand_off_store {
             ) -> Result<()> {
                 Shared::<$db>::record_pull_request_failure(self.pool(), id, actor, role, error)
                     .await
+            }
+        }
+
+        /// The stages that notify, with their notifications in the same
+        /// transaction (`crate::notifications`): both commit or neither.
+        impl $store {
+            /// [`HandOffStore::review`], enqueueing `notes` with it.
+            pub async fn review_notifying(
+                &self,
+                id: &InvestigationId,
+                review: &Review<'_>,
+                notes: &[NewNotification],
+            ) -> Result<InvestigationState> {
+                Shared::<$db>::review(self.pool(), id, review, notes).await
+            }
+
+            /// [`HandOffStore::record_pull_request`], enqueueing `notes`
+            /// when this call stored the link (not when one was stored).
+            pub async fn record_pull_request_notifying(
+                &self,
+                id: &InvestigationId,
+                actor: &str,
+                role: &str,
+                link: &PullRequestLink,
+                notes: &[NewNotification],
+            ) -> Result<PullRequestLink> {
+                Shared::<$db>::record_pull_request(self.pool(), id, actor, role, link, notes).await
             }
         }
     };

@@ -180,6 +180,16 @@ impl PgStore {
     /// investigation nobody hears of. With a `dedupe_key` that another
     /// investigation already has, nothing is created and that one is returned.
     pub async fn create_requested(&self, new: &NewInvestigation<'_>) -> Result<Created> {
+        self.create_requested_notifying(new, &[]).await
+    }
+
+    /// [`PgStore::create_requested`], enqueueing the `created` stage's
+    /// notifications in the same transaction (none for an existing key).
+    pub async fn create_requested_notifying(
+        &self,
+        new: &NewInvestigation<'_>,
+        notes: &[crate::notifications::NewNotification],
+    ) -> Result<Created> {
         let id = new.id;
         let now = OffsetDateTime::now_utc();
         let mut tx = self.pool().begin().await.map_err(db_error)?;
@@ -237,6 +247,7 @@ impl PgStore {
         )
         .await?;
         enqueue(&mut tx, new.announce).await?;
+        crate::notifications::enqueue_in::<sqlx::Postgres>(&mut tx, notes).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(Created::New)
     }

@@ -16,7 +16,9 @@ use tracelab_domain::{Error, Result};
 use tracelab_fleet::events::{ids, steps};
 use tracelab_fleet::outbox;
 use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
+use tracelab_notify::Outgoing;
 use tracelab_proto::events::v1::{InvestigationRequested, Limits};
+use tracelab_store::notifications::NewNotification;
 use tracelab_store::{Created, NewInvestigation, PgStore};
 
 pub struct Api {
@@ -35,10 +37,10 @@ pub struct Api {
     /// API runs without tokens (every caller is `anonymous`).
     pub forbid_self_approval: bool,
     /// Code hosts for draft pull requests (`pull_requests.hosts`).
-    pub pull_requests: crate::pull_request::PullRequests,
+    pub pull_requests: tracelab_fleet::pull_request::PullRequests,
     /// Signed webhooks (`webhooks.urls`) and Jira comments (`jira`),
-    /// stored before they are sent; `None` without either.
-    pub outgoing: Option<Arc<crate::delivery::Outgoing>>,
+    /// stored with the stage that causes them; `None` without either.
+    pub outgoing: Option<Arc<Outgoing>>,
 }
 
 /// `POST /api/investigations`. The design's names are accepted too:
@@ -96,11 +98,11 @@ pub struct InvestigationView {
     #[schema(value_type = Option<Object>)]
     pub report: Option<Value>,
     /// Every state change so far, with reasons (why it FAILED or BLOCKED).
-    #[schema(value_type = Vec<crate::openapi::TransitionDoc>)]
+    #[schema(value_type = Vec<crate::schema::TransitionDoc>)]
     pub transitions: Vec<Transition>,
     /// Who started it, the audit log, the pull request and its last error.
     #[serde(flatten)]
-    #[schema(value_type = crate::openapi::HandOffDoc)]
+    #[schema(value_type = crate::schema::HandOffDoc)]
     pub hand_off: HandOff,
 }
 
@@ -117,6 +119,38 @@ fn check_id(id: &str) -> Result<()> {
             "{id:?} is not an investigation or hypothesis id"
         )))
     }
+}
+
+/// The investigation as the API shows it (also what webhooks carry and
+/// Jira comments are written from).
+pub async fn view(store: &PgStore, id: &str) -> Result<InvestigationView> {
+    check_id(id)?;
+    let id = InvestigationId(id.to_string());
+    let row = store
+        .investigation(&id)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("investigation {id} not found")))?;
+    let report = match row.report {
+        Some(_) => InvestigationStore::get(store, &id)
+            .await?
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?,
+        None => None,
+    };
+    Ok(InvestigationView {
+        id: row.id.0,
+        state: row.state.as_str().to_string(),
+        verdict: row.verdict,
+        repository: row.repository,
+        test_command: row.test_command,
+        culprit: row.culprit,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        report,
+        transitions: store.transitions(&id).await?,
+        hand_off: store.hand_off(&id).await?.unwrap_or_default(),
+    })
 }
 
 impl Api {
@@ -198,19 +232,24 @@ impl Api {
             ids::requested(&id.0),
             &event,
         );
+        // The `created` webhooks and comment commit with the investigation.
+        let notes = self.plan("created", &id.0, request.issue_id.as_deref());
         let created = self
             .store
-            .create_requested(&NewInvestigation {
-                id: &id,
-                repository: &request.repository,
-                test_command: &test_command,
-                request: &body,
-                evidence: evidence.as_slice(),
-                dedupe_key,
-                announce: &announce,
-                started_by: &caller.name,
-                role: caller.role.as_str(),
-            })
+            .create_requested_notifying(
+                &NewInvestigation {
+                    id: &id,
+                    repository: &request.repository,
+                    test_command: &test_command,
+                    request: &body,
+                    evidence: evidence.as_slice(),
+                    dedupe_key,
+                    announce: &announce,
+                    started_by: &caller.name,
+                    role: caller.role.as_str(),
+                },
+                &notes,
+            )
             .await?;
         if let Created::Existing(existing) = created {
             tracing::info!(investigation = %existing, key = dedupe_key.unwrap_or_default(), "already investigated");
@@ -223,27 +262,44 @@ impl Api {
         }
         tracing::info!(investigation = %id, by = %caller.name, "investigation requested");
         metrics::counter!("tracelab_investigations_created_total").increment(1);
-        let view = self.get(&id.0).await?;
-        self.notify("created", &view, None).await;
-        Ok((view, true))
+        self.notified();
+        Ok((self.get(&id.0).await?, true))
     }
 
-    /// Stores a stage's webhooks and Jira comment for the dispatcher
-    /// (nothing when neither is configured). `data` is what webhooks carry
-    /// (default: the view). Never fails the stage: an error is logged.
-    pub(crate) async fn notify(
+    /// What stage `kind` of the investigation stores with its write:
+    /// nothing when neither webhooks nor Jira are configured.
+    pub(crate) fn plan(
         &self,
-        kind: &'static str,
-        view: &InvestigationView,
-        data: Option<Value>,
-    ) {
-        let Some(out) = &self.outgoing else {
-            return;
-        };
-        let view_json = serde_json::to_value(view).unwrap_or_default();
-        let data = data.unwrap_or_else(|| view_json.clone());
-        if let Err(e) = out.enqueue(kind, &view.id, &data, &view_json).await {
-            tracing::error!(investigation = %view.id, event = kind, error = %e, "notifications not stored");
+        kind: &str,
+        investigation: &str,
+        issue: Option<&str>,
+    ) -> Vec<NewNotification> {
+        self.outgoing
+            .as_ref()
+            .map(|out| out.plan(kind, investigation, issue))
+            .unwrap_or_default()
+    }
+
+    /// The plan of a stage of a stored investigation (its issue read first:
+    /// it does not change).
+    pub(crate) async fn plan_stored(
+        &self,
+        kind: &str,
+        investigation: &str,
+    ) -> Result<Vec<NewNotification>> {
+        match &self.outgoing {
+            Some(out) => {
+                let issue = out.issue_of(investigation).await?;
+                Ok(out.plan(kind, investigation, issue.as_deref()))
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// A stage committed its notifications: the dispatcher sends them now.
+    pub(crate) fn notified(&self) {
+        if let Some(out) = &self.outgoing {
+            out.wake();
         }
     }
 
@@ -299,34 +355,7 @@ impl Api {
     }
 
     pub async fn get(&self, id: &str) -> Result<InvestigationView> {
-        check_id(id)?;
-        let id = InvestigationId(id.to_string());
-        let row = self
-            .store
-            .investigation(&id)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("investigation {id} not found")))?;
-        let report = match row.report {
-            Some(_) => InvestigationStore::get(&self.store, &id)
-                .await?
-                .map(serde_json::to_value)
-                .transpose()
-                .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?,
-            None => None,
-        };
-        Ok(InvestigationView {
-            id: row.id.0,
-            state: row.state.as_str().to_string(),
-            verdict: row.verdict,
-            repository: row.repository,
-            test_command: row.test_command,
-            culprit: row.culprit,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-            report,
-            transitions: self.store.transitions(&id).await?,
-            hand_off: self.store.hand_off(&id).await?.unwrap_or_default(),
-        })
+        view(&self.store, id).await
     }
 
     pub async fn hypotheses(&self, id: &str) -> Result<Vec<Hypothesis>> {
@@ -370,26 +399,27 @@ impl Api {
     ) -> Result<InvestigationView> {
         check_id(id)?;
         let investigation = InvestigationId(id.to_string());
-        HandOffStore::review(
-            &self.store,
-            &investigation,
-            &Review {
-                approve,
-                reviewer: &caller.name,
-                role: caller.role.as_str(),
-                reason: reason.filter(|r| !r.trim().is_empty()),
-                forbid_self_approval: self.forbid_self_approval,
-            },
-        )
-        .await?;
+        let kind = if approve { "approved" } else { "rejected" };
+        let notes = self.plan_stored(kind, id).await?;
+        self.store
+            .review_notifying(
+                &investigation,
+                &Review {
+                    approve,
+                    reviewer: &caller.name,
+                    role: caller.role.as_str(),
+                    reason: reason.filter(|r| !r.trim().is_empty()),
+                    forbid_self_approval: self.forbid_self_approval,
+                },
+                &notes,
+            )
+            .await?;
+        self.notified();
         tracing::info!(%investigation, approve, by = %caller.name, "review recorded");
         if approve {
             self.resolve_groups(&investigation).await;
         }
-        let view = self.get(id).await?;
-        self.notify(if approve { "approved" } else { "rejected" }, &view, None)
-            .await;
-        Ok(view)
+        self.get(id).await
     }
 }
 

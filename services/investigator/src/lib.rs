@@ -8,29 +8,37 @@
 //! - [`proposer`]: the durable consumer of `requested`: reproduce, run the
 //!   agents, store the proposal (VERIFYING), publish one verify job per
 //!   hypothesis that needs a sandbox and `…arbitrate.proposed`.
+//! - [`notifications`]: signed webhooks and Jira comments through
+//!   `tracelab-notify` (each stage stores its own with its write; the
+//!   dispatcher sends them), the Jira intake's starter, and the consumer
+//!   that hears of the arbiter's decisions.
 
 pub mod api;
 pub mod auth;
 pub mod dashboard;
-pub mod delivery;
 pub mod grpc;
-pub mod jira;
+pub mod notifications;
 pub mod openapi;
 pub mod proposer;
 pub mod pull_request;
 pub mod repositories;
 pub mod rest;
+pub mod schema;
 pub mod suggestions;
-pub mod webhooks;
 
 use serde::{Deserialize, Serialize};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tracelab_bus::{Bus, ConsumerSpec};
+use tokio::task::JoinHandle;
+use tracelab_bus::{Bus, ConsumerSpec, Delivery};
 use tracelab_fleet::events::steps;
 use tracelab_fleet::sandbox::SandboxSettings;
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
+use tracelab_notify::jira::JiraSettings;
+use tracelab_notify::jira::webhook::JiraIntake;
+use tracelab_notify::webhooks::{WebhookSettings, Webhooks};
 use tracelab_service::health;
 use tracelab_service::{Shutdown, http};
 
@@ -71,10 +79,10 @@ pub struct Settings {
     /// Code hosts for `POST /api/investigations/{id}/pull-request`.
     pub pull_requests: pull_request::PullRequestSettings,
     /// Signed outgoing webhooks per stage (`webhooks.urls`, `webhooks.secret_file`).
-    pub webhooks: webhooks::WebhookSettings,
+    pub webhooks: WebhookSettings,
     /// Jira: issues start investigations (`jira.intake`), decisions are
     /// commented on them (`jira.base_url`, `jira.token_file`).
-    pub jira: jira::JiraSettings,
+    pub jira: JiraSettings,
     /// How often the dispatcher of webhooks and Jira comments looks for
     /// retries and for what another process (or a restart) left.
     pub notifications_poll_ms: u64,
@@ -141,6 +149,14 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         tracelab_fleet::repositories::Repositories::new(&settings.fleet.repositories)?;
     let store = connect::store(&settings.fleet, &shutdown).await?;
     let bus = connect::bus(&settings.fleet, &shutdown).await?;
+    let outgoing = tracelab_notify::Outgoing::new(
+        Arc::new(store.clone()),
+        Arc::new(notifications::StoredViews(store.clone())),
+        Webhooks::new(&settings.webhooks)?,
+        tracelab_notify::jira::client::Client::new(&settings.jira)?,
+        &settings.jira,
+    )
+    .map(Arc::new);
     let api = Arc::new(api::Api {
         store: store.clone(),
         bus: bus.clone(),
@@ -153,18 +169,13 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
             &settings.pull_requests,
             &settings.fleet.repositories,
         )?,
-        outgoing: Some(Arc::new(delivery::Outgoing::new(
-            store.clone(),
-            webhooks::Webhooks::new(&settings.webhooks)?,
-            jira::client::Client::new(&settings.jira)?,
-            &settings.jira,
-        )))
-        .filter(|o| !o.is_empty()),
+        outgoing: outgoing.clone(),
     });
-    let dispatcher = api.outgoing.clone().map(|out| {
+    let dispatcher = outgoing.map(|out| {
+        let shutdown = shutdown.clone();
         tokio::spawn(out.run(
             Duration::from_millis(settings.notifications_poll_ms.max(10)),
-            shutdown.clone(),
+            async move { shutdown.requested().await },
         ))
     });
     let readiness = tracelab_fleet::ready::readiness(&shutdown, &store, &bus);
@@ -176,10 +187,9 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         grace,
         shutdown.clone(),
     ));
-    let mut router = rest::routes(api.clone(), auth.clone()).merge(health::routes(readiness));
-    if let Some(jira) = jira::webhook::router(api.clone(), &settings.jira.intake)? {
-        router = router.merge(jira);
-    }
+    let jira = JiraIntake::new(api.clone(), api.outgoing.clone(), &settings.jira.intake)?;
+    let mut router = rest::routes(api.clone(), auth.clone(), jira.map(Arc::new))
+        .merge(health::routes(readiness));
     if settings.dashboard.enabled {
         router = router.merge(dashboard::router(
             api.clone(),
@@ -214,54 +224,32 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
         name: "investigator".into(),
         drain: Duration::from_secs(settings.fleet.drain_seconds),
     };
+    let consumers = Consumers {
+        settings: &settings,
+        bus: bus.clone(),
+        api: api.clone(),
+        drain: options.drain,
+        shutdown: &shutdown,
+    };
     let suggested = settings.auto_investigate.then(|| {
-        let spec = worker::with_delivery(
+        consumers.spawn(
+            "suggestions",
             ConsumerSpec::new(topology.evidence_stream(), suggestions::DURABLE)
                 .filter(topology.evidence("suggested")),
-            settings.ack_wait_seconds,
-            settings.max_deliveries,
-        );
-        let options = WorkerOptions {
-            name: "suggestions".into(),
-            ..options.clone()
-        };
-        let api = api.clone();
-        let bus: Arc<dyn Bus> = bus.clone();
-        tokio::spawn(worker::run(
-            bus,
-            spec,
-            options,
-            shutdown.clone(),
-            move |d| {
-                let api = api.clone();
-                async move { suggestions::handle(&api, &d).await }
-            },
-        ))
+            |api, d| async move { suggestions::handle(&api, &d).await },
+        )
     });
     // The arbiter decides; webhooks and Jira hear of it from its event.
     let decided = api.outgoing.is_some().then(|| {
-        let spec = worker::with_delivery(
-            ConsumerSpec::new(topology.investigations_stream(), delivery::DECIDED_DURABLE)
-                .filter(topology.investigation_steps(steps::DECIDED)),
-            settings.ack_wait_seconds,
-            settings.max_deliveries,
-        );
-        let options = WorkerOptions {
-            name: "notifications".into(),
-            ..options.clone()
-        };
-        let api = api.clone();
-        let bus: Arc<dyn Bus> = bus.clone();
-        tokio::spawn(worker::run(
-            bus,
-            spec,
-            options,
-            shutdown.clone(),
-            move |d| {
-                let api = api.clone();
-                async move { delivery::on_decided(&api, &d).await }
-            },
-        ))
+        consumers.spawn(
+            "notifications",
+            ConsumerSpec::new(
+                topology.investigations_stream(),
+                notifications::DECIDED_DURABLE,
+            )
+            .filter(topology.investigation_steps(steps::DECIDED)),
+            |api, d| async move { notifications::on_decided(&api, &d).await },
+        )
     });
     tracing::info!(rest = %settings.listen, grpc = %settings.grpc_listen, auto_investigate = settings.auto_investigate, "investigator ready");
     worker::run_pool(
@@ -289,6 +277,51 @@ pub async fn run(settings: Settings, shutdown: Shutdown) -> anyhow::Result<()> {
     grpc_server.await??;
     relay.await?;
     Ok(())
+}
+
+/// What the investigator's side consumers share: the delivery settings,
+/// the bus, the API they call and the shutdown they drain on.
+struct Consumers<'a> {
+    settings: &'a Settings,
+    bus: Arc<tracelab_bus::JetStreamBus>,
+    api: Arc<api::Api>,
+    drain: Duration,
+    shutdown: &'a Shutdown,
+}
+
+impl Consumers<'_> {
+    /// A durable consumer named `name` of `spec` (with the service's ack
+    /// wait and delivery limit), each delivery handed to `handle` with
+    /// the API, until shutdown.
+    fn spawn<F, Fut>(
+        &self,
+        name: &str,
+        spec: ConsumerSpec,
+        handle: F,
+    ) -> JoinHandle<tracelab_domain::Result<()>>
+    where
+        F: Fn(Arc<api::Api>, Arc<Delivery>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = tracelab_domain::Result<()>> + Send + 'static,
+    {
+        let spec = worker::with_delivery(
+            spec,
+            self.settings.ack_wait_seconds,
+            self.settings.max_deliveries,
+        );
+        let options = WorkerOptions {
+            name: name.into(),
+            drain: self.drain,
+        };
+        let api = self.api.clone();
+        let bus: Arc<dyn Bus> = self.bus.clone();
+        tokio::spawn(worker::run(
+            bus,
+            spec,
+            options,
+            self.shutdown.clone(),
+            move |d| handle(api.clone(), d),
+        ))
+    }
 }
 
 /// The binary's whole `main` (the end-to-end harness builds the same binary).

@@ -7,14 +7,17 @@
 //! Domain values the API returns as they are (the report, hypotheses,
 //! experiments) are `object`s here: their contract is the Report JSON of
 //! docs/investigation.md. The few domain shapes inside an investigation
-//! (transitions, the hand-off) are mirrored below; a test checks each
-//! mirror against the real type's JSON.
+//! (transitions, the hand-off) are mirrored in `crate::schema`; a test
+//! here checks each mirror against the real type's JSON.
 
 use crate::api::{CreateRequest, InvestigationView};
 use crate::pull_request::PullRequestView;
-use serde::Serialize;
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use crate::schema::{
+    AuditEntryDoc, ErrorBody, ErrorDetail, HandOffDoc, JiraWebhookAnswer, PullRequestLinkDoc,
+    TransitionDoc,
+};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -31,14 +34,19 @@ use utoipa::{Modify, OpenApi, ToSchema};
         TransitionDoc,
         HandOffDoc,
         AuditEntryDoc,
-        PullRequestLinkDoc
+        PullRequestLinkDoc,
+        JiraWebhookAnswer
     )),
     modifiers(&BearerAuth),
-    tags((name = "investigations", description = "Investigations and their review"))
+    tags(
+        (name = "investigations", description = "Investigations and their review"),
+        (name = "jira", description = "Jira's issue webhook: a labelled issue starts an investigation")
+    )
 )]
 pub struct ApiDoc;
 
-/// The `bearer` security scheme the operations name.
+/// The security schemes the operations name: `bearer` (API tokens) and
+/// `jira_secret` (the Jira intake's shared secret).
 struct BearerAuth;
 
 impl Modify for BearerAuth {
@@ -48,69 +56,11 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
         );
+        components.add_security_scheme(
+            "jira_secret",
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("secret"))),
+        );
     }
-}
-
-/// Every error: `{"error": {"kind", "message"}}` with the status of its kind.
-#[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// `invalid_argument`, `not_found`, `conflict`, `permission_denied`,
-    /// `unavailable`, `timeout`, `internal`, `unauthenticated`, `forbidden`.
-    pub kind: String,
-    pub message: String,
-}
-
-/// One state change (`tracelab_domain::state::Transition`).
-#[derive(Serialize, ToSchema)]
-#[schema(as = Transition)]
-pub struct TransitionDoc {
-    pub from: String,
-    pub to: String,
-    /// RFC 3339.
-    #[schema(format = DateTime)]
-    pub at: String,
-    pub reason: Option<String>,
-}
-
-/// Who started it, the audit log and the pull request
-/// (`tracelab_domain::audit::HandOff`), flattened into the investigation.
-#[derive(Serialize, ToSchema)]
-#[schema(as = HandOff)]
-pub struct HandOffDoc {
-    pub started_by: Option<String>,
-    /// Oldest first; append-only.
-    pub audit: Vec<AuditEntryDoc>,
-    pub pull_request: Option<PullRequestLinkDoc>,
-    /// Why the last attempt to open the pull request failed.
-    pub pull_request_error: Option<String>,
-}
-
-/// One audit row (`tracelab_domain::audit::AuditEntry`).
-#[derive(Serialize, ToSchema)]
-#[schema(as = AuditEntry)]
-pub struct AuditEntryDoc {
-    /// `started`, `approved`, `rejected`, `pull_request_opened`, `pull_request_failed`.
-    pub action: String,
-    pub actor: String,
-    pub role: String,
-    pub reason: Option<String>,
-    #[schema(format = DateTime)]
-    pub at: String,
-}
-
-/// The opened pull request (`tracelab_domain::audit::PullRequestLink`).
-#[derive(Serialize, ToSchema)]
-#[schema(as = PullRequestLink)]
-pub struct PullRequestLinkDoc {
-    pub url: String,
-    pub number: u64,
-    /// `github` or `gitlab`.
-    pub host: String,
 }
 
 #[cfg(test)]
@@ -194,6 +144,7 @@ mod tests {
             ),
             ("get", "/api/hypotheses/{id}/evidence", "evidence"),
             ("get", "/api/openapi.json", "openapi_json"),
+            ("post", "/v1/jira/webhook", "jira_webhook"),
         ]
         .into_iter()
         .map(|(m, p, i)| (m.to_string(), p.to_string(), i.to_string()))
@@ -211,6 +162,14 @@ mod tests {
         );
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
+                if path == "/v1/jira/webhook" {
+                    // Jira holds no token: the shared secret instead.
+                    assert_eq!(op["security"], json!([{"jira_secret": []}]));
+                    for status in ["200", "201", "202", "400", "401", "404", "413", "503"] {
+                        assert!(op["responses"].get(status).is_some(), "jira {status}");
+                    }
+                    continue;
+                }
                 let public = path == "/api/openapi.json";
                 assert_eq!(
                     op["security"] == json!([{"bearer": []}]),

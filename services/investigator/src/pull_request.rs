@@ -89,15 +89,21 @@ impl Api {
                     number: opened.pr.number,
                     host: opened.kind.as_str().to_string(),
                 };
+                // Its webhooks and comment commit with the link (none when
+                // another call stored one first).
+                let notes = self.plan_stored("pull_request_opened", id).await?;
                 let stored = self
                     .store
-                    .record_pull_request(&investigation, &caller.name, caller.role.as_str(), &link)
+                    .record_pull_request_notifying(
+                        &investigation,
+                        &caller.name,
+                        caller.role.as_str(),
+                        &link,
+                        &notes,
+                    )
                     .await?;
+                self.notified();
                 tracing::info!(%investigation, url = %stored.url, by = %caller.name, "draft pull request opened");
-                if let Ok(view) = self.get(id).await {
-                    let data = serde_json::json!({"id": id, "pull_request": &stored});
-                    self.notify("pull_request_opened", &view, Some(data)).await;
-                }
                 Ok(stored.into())
             }
             Err(e) => {

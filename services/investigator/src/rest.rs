@@ -10,9 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use tracelab_domain::Error;
 use tracelab_domain::ports::InvestigationStore;
+use tracelab_notify::jira::webhook::JiraIntake;
 use tracing::Instrument;
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
@@ -22,11 +24,13 @@ use utoipa_axum::routes;
 pub(crate) struct AppState {
     api: Arc<Api>,
     auth: Auth,
+    /// `POST /v1/jira/webhook`, when `jira.intake.enabled`.
+    jira: Option<Arc<JiraIntake>>,
 }
 
-pub fn routes(api: Arc<Api>, auth: Auth) -> Router {
+pub fn routes(api: Arc<Api>, auth: Auth, jira: Option<Arc<JiraIntake>>) -> Router {
     let (router, _) = table().split_for_parts();
-    router.with_state(AppState { api, auth })
+    router.with_state(AppState { api, auth, jira })
 }
 
 /// Every REST route, each registered from its handler's `#[utoipa::path]`
@@ -42,6 +46,7 @@ pub(crate) fn table() -> OpenApiRouter<AppState> {
         .routes(routes!(pull_request))
         .routes(routes!(evidence))
         .routes(routes!(openapi_json))
+        .routes(routes!(jira_webhook))
 }
 
 /// The OpenAPI document of [`table`].
@@ -69,6 +74,46 @@ fn openapi_text() -> &'static str {
 )]
 pub(crate) async fn openapi_json() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], openapi_text()).into_response()
+}
+
+/// Jira's issue webhook (`jira:issue_created`, `jira:issue_updated`)
+/// starts the investigation a labelled issue asks for (docs/review.md).
+/// Jira holds no API token: the shared secret comes as
+/// `X-Hub-Signature: sha256=HMAC(secret, body)` (a Jira Cloud webhook
+/// registered with the secret), in `?secret=` or in the configured header.
+#[utoipa::path(
+    post,
+    path = "/v1/jira/webhook",
+    tag = "jira",
+    params(("secret" = Option<String>, Query, description = "The shared secret, when the webhook neither signs the body nor sets the header")),
+    request_body(content = Object, description = "Jira's issue webhook as Jira sends it", content_type = "application/json"),
+    responses(
+        (status = 201, description = "Started", body = crate::schema::JiraWebhookAnswer),
+        (status = 200, description = "The same issue and inputs again: the investigation already started", body = crate::schema::JiraWebhookAnswer),
+        (status = 202, description = "Nothing to do (no label, another event, a project not served), with the reason", body = Object),
+        (status = 400, description = "A payload that cannot be read, or a repository or command the API refuses; a labelled issue is also told why in a comment", body = crate::schema::ErrorBody),
+        (status = 401, description = "A missing or wrong secret or signature", body = crate::schema::ErrorBody),
+        (status = 404, description = "The intake is not enabled (jira.intake.enabled)", body = crate::schema::ErrorBody),
+        (status = 413, description = "A body over jira.intake.max_body_bytes", body = crate::schema::ErrorBody),
+        (status = 503, description = "The store is down: Jira retries", body = crate::schema::ErrorBody)
+    ),
+    security(("jira_secret" = []))
+)]
+async fn jira_webhook(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match &state.jira {
+        Some(intake) => intake.receive(&query, &headers, &body).await,
+        None => ApiError(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "the Jira intake is not enabled here (jira.intake.enabled)".into(),
+        )
+        .into_response(),
+    }
 }
 
 /// A refused or failed request.
@@ -136,9 +181,9 @@ fn parse<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> Result<T, Ap
     request_body = crate::api::CreateRequest,
     responses(
         (status = 201, description = "Started (or the existing one for the same evidence); `Location` names it", body = crate::api::InvestigationView),
-        (status = 400, description = "A bad request: unknown field, repository not allowed, command not allowed", body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 400, description = "A bad request: unknown field, repository not allowed, command not allowed", body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -171,8 +216,8 @@ pub(crate) struct ListQuery {
     params(("limit" = Option<u32>, Query, description = "At most this many, newest first (1..=1000, default 50)")),
     responses(
         (status = 200, description = "`{\"investigations\": [summary...]}`, newest first", body = Object),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -194,9 +239,9 @@ async fn list(
     params(("id" = String, Path, description = "The investigation's id")),
     responses(
         (status = 200, body = crate::api::InvestigationView),
-        (status = 404, body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 404, body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -212,9 +257,9 @@ async fn show(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<
     params(("id" = String, Path, description = "The investigation's id")),
     responses(
         (status = 200, description = "`{\"investigation_id\", \"hypotheses\": [...]}` (the Report JSON's hypotheses)", body = Object),
-        (status = 404, body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 404, body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -235,9 +280,9 @@ async fn hypotheses(
     params(("id" = String, Path, description = "A hypothesis id")),
     responses(
         (status = 200, description = "`{\"hypothesis_id\", \"status\", \"status_reason\", \"experiments\": [...]}`", body = Object),
-        (status = 404, body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 404, body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -287,10 +332,10 @@ async fn decide(
     request_body(content = Option<DecisionBody>, description = "Optional `{\"reason\"}`"),
     responses(
         (status = 200, description = "The decided investigation", body = crate::api::InvestigationView),
-        (status = 404, body = crate::openapi::ErrorBody),
-        (status = 409, description = "Not waiting for review (decided already, or still running)", body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 404, body = crate::schema::ErrorBody),
+        (status = 409, description = "Not waiting for review (decided already, or still running)", body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -311,10 +356,10 @@ async fn approve(
     request_body(content = Option<DecisionBody>, description = "Optional `{\"reason\"}`"),
     responses(
         (status = 200, description = "The decided investigation", body = crate::api::InvestigationView),
-        (status = 404, body = crate::openapi::ErrorBody),
-        (status = 409, description = "Not waiting for review (decided already, or still running)", body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 404, body = crate::schema::ErrorBody),
+        (status = 409, description = "Not waiting for review (decided already, or still running)", body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]
@@ -335,12 +380,12 @@ async fn reject(
     params(("id" = String, Path, description = "The investigation's id")),
     responses(
         (status = 200, description = "The draft pull request (the stored one on a repeat call)", body = crate::pull_request::PullRequestView),
-        (status = 400, description = "The code host refused it (e.g. its 422); stored, retryable", body = crate::openapi::ErrorBody),
-        (status = 404, body = crate::openapi::ErrorBody),
-        (status = 409, description = "Not APPROVED", body = crate::openapi::ErrorBody),
-        (status = 503, description = "The code host or git server is down; stored, call again", body = crate::openapi::ErrorBody),
-        (status = 401, description = "No or an unknown token", body = crate::openapi::ErrorBody),
-        (status = 403, description = "The token's role may not do this", body = crate::openapi::ErrorBody)
+        (status = 400, description = "The code host refused it (e.g. its 422); stored, retryable", body = crate::schema::ErrorBody),
+        (status = 404, body = crate::schema::ErrorBody),
+        (status = 409, description = "Not APPROVED", body = crate::schema::ErrorBody),
+        (status = 503, description = "The code host or git server is down; stored, call again", body = crate::schema::ErrorBody),
+        (status = 401, description = "No or an unknown token", body = crate::schema::ErrorBody),
+        (status = 403, description = "The token's role may not do this", body = crate::schema::ErrorBody)
     ),
     security(("bearer" = []))
 )]

@@ -15,8 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracelab_bus::{JetStreamBus, Topology};
 use tracelab_investigator::api::Api;
-use tracelab_investigator::delivery::Outgoing;
-use tracelab_investigator::jira::{IntakeSettings, JiraSettings, ProjectSettings, client, webhook};
+use tracelab_investigator::notifications::StoredViews;
+use tracelab_notify::Outgoing;
+use tracelab_notify::jira::webhook::{self, JiraIntake};
+use tracelab_notify::jira::{IntakeSettings, JiraSettings, ProjectSettings, client};
 use tracelab_store::{PgOptions, PgStore};
 use tracelab_testkit::backends::{TEST_STREAM_BYTES, backend, unique_name};
 
@@ -90,16 +92,24 @@ async fn setup(repo_root: &std::path::Path) -> Option<Setup> {
             &Default::default(),
         )
         .unwrap(),
-        outgoing: Some(Arc::new(Outgoing::new(
-            store.clone(),
+        outgoing: Outgoing::new(
+            Arc::new(store.clone()),
+            Arc::new(StoredViews(store.clone())),
             None,
             client::Client::new(&jira).unwrap(),
             &jira,
-        ))),
+        )
+        .map(Arc::new),
     });
-    let router = webhook::router(api, &jira.intake)
+    let intake = JiraIntake::new(api.clone(), api.outgoing.clone(), &jira.intake)
         .unwrap()
         .expect("enabled");
+    // The investigator's own REST router, where the route is documented.
+    let router = tracelab_investigator::rest::routes(
+        api,
+        tracelab_investigator::auth::Auth::new(&[]).unwrap(),
+        Some(Arc::new(intake)),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -282,9 +292,11 @@ async fn a_labelled_issue_starts_one_investigation_named_after_it() {
         .await
         .unwrap();
     assert_eq!(waiting, 0, "the requested event was published");
-    // The `created` comment waits for the dispatcher.
+    // The `created` comment was stored with the investigation, for the
+    // dispatcher to render and send.
     let notes = s.store.notifications(&id).await.unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].body.is_none(), "rendered at dispatch");
     assert_eq!(
         (notes[0].channel.as_str(), notes[0].target.as_str()),
         ("jira", "PVS-421")
@@ -342,11 +354,11 @@ async fn a_labelled_issue_starts_one_investigation_named_after_it() {
         (told[0].channel.as_str(), told[0].target.as_str()),
         ("jira", "PVS-423")
     );
-    assert!(
-        told[0].body.to_string().contains("names no test"),
-        "{}",
-        told[0].body
-    );
+    let body = told[0]
+        .body
+        .as_ref()
+        .expect("a refusal's comment is rendered at once");
+    assert!(body.to_string().contains("names no test"), "{body}");
     let (status, _) = s
         .post(&format!("?secret={SECRET}"), None, "{not json".into())
         .await;

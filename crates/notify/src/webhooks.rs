@@ -2,7 +2,7 @@
 //! `decided`, `approved`, `rejected`, `pull_request_opened`) is POSTed as
 //! JSON to every configured URL, signed so the receiver can tell it came
 //! from this deployment and is fresh. Each delivery is stored before it is
-//! sent (`crate::delivery`: retried with exponential backoff, resumed after
+//! sent (`crate::outgoing`: retried with exponential backoff, resumed after
 //! a restart), and every attempt is logged on the investigation
 //! (`webhook_deliveries`, shown on its dashboard page).
 //!
@@ -32,7 +32,7 @@ pub const DELIVERY_HEADER: &str = "x-tracelab-delivery";
 /// How far a signature's `t` may be from the receiver's clock.
 pub const REPLAY_WINDOW: Duration = Duration::from_secs(300);
 
-/// `webhooks` in the investigator's settings.
+/// `webhooks` in the investigator's settings (and `tracelab serve`'s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WebhookSettings {
@@ -124,7 +124,7 @@ pub fn verify(
 }
 
 /// The configured receivers and how to reach them. Deliveries are stored
-/// first and sent by the dispatcher (`crate::delivery`), which calls
+/// first and sent by the dispatcher (`crate::outgoing`), which calls
 /// [`Webhooks::send`] once per attempt.
 pub struct Webhooks {
     client: reqwest::Client,
@@ -163,7 +163,7 @@ impl Webhooks {
                 "webhooks need a signing secret of at least 16 characters (webhooks.secret_file)",
             ));
         }
-        tracelab_bus::install_crypto_provider();
+        crate::install_crypto_provider();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(settings.timeout_seconds.max(1)))
             .redirect(reqwest::redirect::Policy::none())

@@ -4,12 +4,13 @@
 //!   webhook asks for — the issue key, the repository, test and revisions
 //!   from configured custom fields or the description's template — or why
 //!   it asks for nothing.
-//! - [`webhook`]: `POST /v1/jira/webhook` on the investigator's API port:
-//!   the shared secret, then [`intake`], then `Api::create` keyed so a
+//! - [`webhook`]: `POST /v1/jira/webhook` on the host's port (the
+//!   investigator's API, `tracelab serve`): the shared secret, then
+//!   [`intake`], then the host's [`webhook::Starter`] keyed so a
 //!   redelivery starts nothing new.
 //! - [`comment`] (pure): the comment for a decision, as Cloud's ADF or
 //!   Server/Data Center's wiki text.
-//! - [`client`]: posts one comment; the dispatcher (`crate::delivery`)
+//! - [`client`]: posts one comment; the dispatcher (`crate::outgoing`)
 //!   stores comments before sending and retries them.
 
 pub mod client;
@@ -33,7 +34,7 @@ pub enum Flavor {
     Server,
 }
 
-/// `jira` in the investigator's settings.
+/// `jira` in the investigator's settings (and `tracelab serve`'s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct JiraSettings {
@@ -140,7 +141,7 @@ pub struct FieldSettings {
 }
 
 /// A secret from `value` or `file` (the file wins), trimmed.
-pub(crate) fn secret(what: &str, value: &str, file: &str) -> tracelab_domain::Result<String> {
+pub fn secret(what: &str, value: &str, file: &str) -> tracelab_domain::Result<String> {
     if file.is_empty() {
         return Ok(value.trim().to_string());
     }

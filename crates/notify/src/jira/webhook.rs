@@ -1,10 +1,12 @@
 //! `POST /v1/jira/webhook`: Jira's issue webhook starts an investigation.
 //!
-//! It lives on the investigator's API port, beside `POST
+//! Each host mounts it on its own port and says how an investigation
+//! starts ([`Starter`]): the fleet's investigator beside `POST
 //! /api/investigations`, because starting an investigation is that
 //! endpoint's work (the stored request and its `requested` event in one
-//! transaction, the repository and command checks): ingest takes evidence,
-//! not requests. The caller is Jira, which holds no API token, so the
+//! transaction, the repository and command checks; ingest takes evidence,
+//! not requests), and `tracelab serve` by running the pipeline on its own
+//! machine. The caller is Jira, which holds no API token, so the
 //! check is a shared secret instead of a bearer token: Jira Cloud's body
 //! signature (`X-Hub-Signature: sha256=…`, for a webhook registered with
 //! the secret), or the secret itself in a query parameter or a header;
@@ -19,10 +21,9 @@
 //! for a repository or command it refuses (400/403) or a store that is
 //! down (503, which Jira retries).
 
-use super::intake::{self, Intake};
+use super::intake::{self, Intake, Start};
 use super::{IntakeSettings, secret};
-use crate::api::{Api, CreateRequest};
-use crate::auth::{Caller, Role};
+use crate::Outgoing;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -40,48 +41,123 @@ pub const PATH: &str = "/v1/jira/webhook";
 /// Jira Cloud's body signature header.
 pub const HUB_SIGNATURE: &str = "x-hub-signature";
 
-struct Endpoint {
-    api: Arc<Api>,
+/// How the host starts the investigation an issue asks for.
+#[async_trait::async_trait]
+pub trait Starter: Send + Sync + 'static {
+    /// Starts it, or finds the one started for `start.dedupe_key` (then
+    /// `created` is false). Errors keep their kind: InvalidArgument and
+    /// PermissionDenied are told to the issue, others (a store that is
+    /// down) are only answered, so Jira retries.
+    async fn start(&self, start: &Start) -> Result<Started>;
+}
+
+/// What [`Starter::start`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pub investigation_id: String,
+    pub state: String,
+    pub created: bool,
+}
+
+/// The endpoint: its settings, secret and starter. Hosts with a route
+/// table of their own (the investigator's, which documents it in its
+/// OpenAPI) call [`JiraIntake::receive`] from their handler; others mount
+/// [`router`].
+pub struct JiraIntake {
+    starter: Arc<dyn Starter>,
+    outgoing: Option<Arc<Outgoing>>,
     settings: IntakeSettings,
     secret: Vec<u8>,
 }
 
-/// The route, or `None` when `jira.intake.enabled` is off. Refuses to
-/// start without a secret of at least 16 characters or without a place
-/// to carry it.
-pub fn router(api: Arc<Api>, settings: &IntakeSettings) -> Result<Option<Router>> {
-    if !settings.enabled {
-        return Ok(None);
+/// The route alone, with its body limit.
+pub fn router(intake: Arc<JiraIntake>) -> Router {
+    let limit = intake.settings.max_body_bytes.max(1024);
+    Router::new()
+        .route(
+            PATH,
+            post(
+                |State(state): State<Arc<JiraIntake>>,
+                 Query(query): Query<HashMap<String, String>>,
+                 headers: HeaderMap,
+                 body: Bytes| async move {
+                    state.receive(&query, &headers, &body).await
+                },
+            ),
+        )
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(intake)
+}
+
+impl JiraIntake {
+    /// The endpoint, or `None` when `jira.intake.enabled` is off. Refuses to
+    /// start without a secret of at least 16 characters or without a place
+    /// to carry it. `outgoing` comments on a labelled issue that is refused.
+    pub fn new(
+        starter: Arc<dyn Starter>,
+        outgoing: Option<Arc<Outgoing>>,
+        settings: &IntakeSettings,
+    ) -> Result<Option<Self>> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let secret = secret(
+            "jira.intake.secret_file",
+            &settings.secret,
+            &settings.secret_file,
+        )?;
+        if secret.len() < 16 {
+            return Err(Error::invalid(
+                "jira.intake needs a shared secret of at least 16 characters (jira.intake.secret_file)",
+            ));
+        }
+        if settings.secret_query.is_empty() && settings.secret_header.is_empty() {
+            return Err(Error::invalid(
+                "jira.intake: secret_query and secret_header are both empty; the secret must arrive somewhere",
+            ));
+        }
+        if settings.label.trim().is_empty() {
+            return Err(Error::invalid("jira.intake.label is empty"));
+        }
+        Ok(Some(Self {
+            starter,
+            outgoing,
+            settings: settings.clone(),
+            secret: secret.into_bytes(),
+        }))
     }
-    let secret = secret(
-        "jira.intake.secret_file",
-        &settings.secret,
-        &settings.secret_file,
-    )?;
-    if secret.len() < 16 {
-        return Err(Error::invalid(
-            "jira.intake needs a shared secret of at least 16 characters (jira.intake.secret_file)",
-        ));
+
+    /// One webhook: checked, read, started; the answer as the module says.
+    pub async fn receive(
+        &self,
+        query: &HashMap<String, String>,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Response {
+        let state = self;
+        if body.len() > state.settings.max_body_bytes.max(1024) {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_argument",
+                "the body is larger than jira.intake.max_body_bytes",
+            );
+        }
+        // Jira Cloud's own webhook secret: an HMAC of the body, no secret on
+        // the wire.
+        if let Some(signature) = headers.get(HUB_SIGNATURE) {
+            if !hub_signature_ok(signature.as_bytes(), &state.secret, body) {
+                tracing::warn!("Jira webhook with a wrong signature refused");
+                return refuse(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthenticated",
+                    "X-Hub-Signature does not match the body under the shared secret",
+                );
+            }
+        } else if let Some(refused) = check_secret(state, query, headers) {
+            return refused;
+        }
+        read_and_start(state, body).await
     }
-    if settings.secret_query.is_empty() && settings.secret_header.is_empty() {
-        return Err(Error::invalid(
-            "jira.intake: secret_query and secret_header are both empty; the secret must arrive somewhere",
-        ));
-    }
-    if settings.label.trim().is_empty() {
-        return Err(Error::invalid("jira.intake.label is empty"));
-    }
-    let state = Arc::new(Endpoint {
-        api,
-        settings: settings.clone(),
-        secret: secret.into_bytes(),
-    });
-    Ok(Some(
-        Router::new()
-            .route(PATH, post(receive))
-            .layer(DefaultBodyLimit::max(settings.max_body_bytes.max(1024)))
-            .with_state(state),
-    ))
 }
 
 fn answer(status: StatusCode, body: Value) -> Response {
@@ -105,33 +181,10 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
         == 0
 }
 
-async fn receive(
-    State(state): State<Arc<Endpoint>>,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    // Jira Cloud's own webhook secret: an HMAC of the body, no secret on
-    // the wire.
-    if let Some(signature) = headers.get(HUB_SIGNATURE) {
-        if !hub_signature_ok(signature.as_bytes(), &state.secret, &body) {
-            tracing::warn!("Jira webhook with a wrong signature refused");
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "X-Hub-Signature does not match the body under the shared secret",
-            );
-        }
-    } else if let Some(refused) = check_secret(&state, &query, &headers) {
-        return refused;
-    }
-    read_and_start(&state, &body).await
-}
-
 /// The shared secret from the query or the header: `Some(answer)` when
 /// missing or wrong.
 fn check_secret(
-    state: &Endpoint,
+    state: &JiraIntake,
     query: &HashMap<String, String>,
     headers: &HeaderMap,
 ) -> Option<Response> {
@@ -190,7 +243,7 @@ pub fn hub_signature_ok(header: &[u8], secret: &[u8], body: &[u8]) -> bool {
     mac.verify_slice(&given).is_ok()
 }
 
-async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
+async fn read_and_start(state: &JiraIntake, body: &[u8]) -> Response {
     let s = &state.settings;
     let payload: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -217,25 +270,13 @@ async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
         }
         Ok(Intake::Start(start)) => start,
     };
-    let request = CreateRequest {
-        repository: start.repository.clone(),
-        test_command: Some(start.test.clone()),
-        good: start.good.clone(),
-        bad: start.bad.clone(),
-        issue_id: Some(start.issue_key.clone()),
-        ..CreateRequest::default()
-    };
-    let caller = Caller {
-        name: start.requested_by.clone(),
-        role: Role::Reviewer,
-    };
-    match state
-        .api
-        .create_once(request, &caller, Some(&start.dedupe_key))
-        .await
-    {
-        Ok((view, created)) => {
-            tracing::info!(issue = %start.issue_key, investigation = %view.id, created, "Jira issue investigated");
+    match state.starter.start(&start).await {
+        Ok(Started {
+            investigation_id,
+            state,
+            created,
+        }) => {
+            tracing::info!(issue = %start.issue_key, investigation = %investigation_id, created, "Jira issue investigated");
             let (status, word) = if created {
                 (StatusCode::CREATED, "started")
             } else {
@@ -243,7 +284,7 @@ async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
             };
             answer(
                 status,
-                json!({"status": word, "issue": start.issue_key, "investigation_id": view.id, "state": view.state}),
+                json!({"status": word, "issue": start.issue_key, "investigation_id": investigation_id, "state": state}),
             )
         }
         Err(e) => {
@@ -269,9 +310,9 @@ async fn read_and_start(state: &Endpoint, body: &[u8]) -> Response {
 
 /// A labelled issue whose webhook was refused gets a comment saying why
 /// (its reporter never sees our 400), once per issue and reason.
-async fn tell_the_issue(state: &Endpoint, payload: &Value, why: &str) {
+async fn tell_the_issue(state: &JiraIntake, payload: &Value, why: &str) {
     let (Some(out), Some(issue)) = (
-        &state.api.outgoing,
+        &state.outgoing,
         intake::labelled_issue(payload, &state.settings),
     ) else {
         return;

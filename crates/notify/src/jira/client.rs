@@ -52,7 +52,7 @@ impl Client {
             ));
         }
         let dashboard = settings.dashboard_url.trim().trim_end_matches('/');
-        tracelab_bus::install_crypto_provider();
+        crate::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(settings.timeout_seconds.max(1)))
             .redirect(reqwest::redirect::Policy::none())

@@ -1,39 +1,45 @@
 //! Outgoing notifications, durably: each stage's webhooks (one per URL)
-//! and its Jira comment are stored (`notifications`, PostgreSQL 0015)
-//! before anything is sent, then a dispatcher sends what is due, retries
-//! with doubling backoff and gives up after the configured attempts. Every
-//! attempt is logged in `webhook_deliveries` and shown on the
-//! investigation's page. A restart resumes what was pending: the
-//! dispatcher only reads the table. Nothing here blocks the stage that
-//! caused it: a failure to store is logged, a failure to send is retried.
+//! and its Jira comment are stored (`notifications`: PostgreSQL 0015/0016,
+//! SQLite 0007) before anything is sent, in the stage's own transaction
+//! where the stage is a write ([`Outgoing::plan`] says what to store),
+//! then a dispatcher sends what is due, retries with doubling backoff and
+//! gives up after the configured attempts. Every attempt is logged in
+//! `webhook_deliveries` and shown on the investigation's page. A restart
+//! resumes what was pending: the dispatcher only reads the table.
 //!
-//! The `decided` stage happens in the arbiter; the investigator hears of it
-//! through a durable consumer of `<prefix>.investigations.*.decided`
-//! ([`on_decided`]) and enqueues it with a key, so a redelivery adds nothing.
+//! A row stored without a body is rendered by the dispatcher the first
+//! time it claims it, from the investigation as it then reads
+//! ([`Views`]), and the body is stored before it is sent: every retry
+//! sends the same bytes.
 
+use crate::NotificationStore;
 use crate::jira;
 use crate::webhooks::Webhooks;
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
-use tracelab_bus::Delivery;
 use tracelab_domain::Result;
-use tracelab_domain::ids::InvestigationId;
-use tracelab_service::Shutdown;
-use tracelab_store::PgStore;
 use tracelab_store::notifications::{NewNotification, Notification};
 use tracelab_store::webhooks::WebhookDelivery;
-
-/// The durable consumer of `decided` events (one per fleet).
-pub const DECIDED_DURABLE: &str = "investigator-notifications";
 
 pub const WEBHOOK: &str = "webhook";
 pub const JIRA: &str = "jira";
 
+/// The investigation as the host's API shows it (JSON: `id`, `state`,
+/// `verdict`, `report`, `transitions`, `audit`, `pull_request`, …), what
+/// webhooks carry and comments are written from.
+#[async_trait::async_trait]
+pub trait Views: Send + Sync + 'static {
+    /// `None` when no investigation has that id.
+    async fn view(&self, investigation_id: &str) -> Result<Option<Value>>;
+}
+
 /// The webhooks and Jira comments of this deployment, and their dispatcher.
 pub struct Outgoing {
-    store: PgStore,
+    store: Arc<dyn NotificationStore>,
+    views: Arc<dyn Views>,
     webhooks: Option<Arc<Webhooks>>,
     jira: Option<Arc<jira::client::Client>>,
     jira_attempts: u32,
@@ -46,89 +52,96 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
+    /// `None` when neither webhooks nor Jira comments are configured.
     pub fn new(
-        store: PgStore,
+        store: Arc<dyn NotificationStore>,
+        views: Arc<dyn Views>,
         webhooks: Option<Webhooks>,
         jira: Option<jira::client::Client>,
         settings: &jira::JiraSettings,
-    ) -> Self {
+    ) -> Option<Self> {
+        if webhooks.is_none() && jira.is_none() {
+            return None;
+        }
         let slowest = webhooks
             .as_ref()
             .map_or(Duration::ZERO, |w| w.timeout)
             .max(Duration::from_secs(settings.timeout_seconds.max(1)));
-        Self {
+        Some(Self {
             lease: slowest * 2 + Duration::from_secs(60),
             store,
+            views,
             webhooks: webhooks.map(Arc::new),
             jira: jira.map(Arc::new),
             jira_attempts: settings.attempts.max(1),
             jira_first_retry: Duration::from_millis(settings.first_retry_ms),
             jira_max_retry: Duration::from_millis(settings.max_retry_ms),
             wake: Notify::new(),
-        }
+        })
     }
 
-    /// Nothing configured: nothing to store or send.
-    pub fn is_empty(&self) -> bool {
-        self.webhooks.is_none() && self.jira.is_none()
-    }
-
-    /// Stores `kind`'s notifications for the investigation: a webhook per
-    /// URL carrying `data`, and a comment when it has a Jira issue
-    /// (rendered from `view`, the investigation as the API shows it).
-    /// Returns how many were new (a repeated stage adds none).
-    pub async fn enqueue(
+    /// What stage `kind` of the investigation sends: a webhook per URL,
+    /// and a comment when `issue` (the investigation's issue id) is a Jira
+    /// issue key and Jira is configured. Without bodies (rendered at
+    /// dispatch): for the stage's write to store in its transaction.
+    pub fn plan(
         &self,
         kind: &str,
         investigation_id: &str,
-        data: &Value,
-        view: &Value,
-    ) -> Result<usize> {
-        let mut new = 0;
-        if let Some(hooks) = &self.webhooks {
-            for url in hooks.urls() {
-                let key = format!("{investigation_id}:{kind}:{WEBHOOK}:{url}");
-                let body = Webhooks::payload(kind, &key, investigation_id, data);
-                new += usize::from(
-                    self.store
-                        .enqueue_notification(&NewNotification {
-                            key,
-                            investigation_id: investigation_id.to_string(),
-                            channel: WEBHOOK.into(),
-                            event: kind.to_string(),
-                            target: url.clone(),
-                            body,
-                        })
-                        .await?,
-                );
-            }
-        }
-        if let Some(client) = &self.jira
-            && let Some(issue) = self.jira_issue(investigation_id).await?
+        issue: Option<&str>,
+    ) -> Vec<NewNotification> {
+        let note = |channel: &str, target: &str| NewNotification {
+            key: format!("{investigation_id}:{kind}:{channel}:{target}"),
+            investigation_id: investigation_id.to_string(),
+            channel: channel.to_string(),
+            event: kind.to_string(),
+            target: target.to_string(),
+            body: None,
+        };
+        let mut out: Vec<NewNotification> = self
+            .webhooks
+            .iter()
+            .flat_map(|h| h.urls().iter().map(|url| note(WEBHOOK, url)))
+            .collect();
+        if self.jira.is_some()
+            && let Some(issue) = issue.filter(|k| jira::is_issue_key(k))
         {
-            let page = client
-                .dashboard_url
-                .as_ref()
-                .map(|base| format!("{base}{investigation_id}"));
-            if let Some(lines) = jira::comment::lines(kind, view, page.as_deref()) {
-                new += usize::from(
-                    self.store
-                        .enqueue_notification(&NewNotification {
-                            key: format!("{investigation_id}:{kind}:{JIRA}:{issue}"),
-                            investigation_id: investigation_id.to_string(),
-                            channel: JIRA.into(),
-                            event: kind.to_string(),
-                            body: jira::comment::body(client.flavor(), &lines),
-                            target: issue,
-                        })
-                        .await?,
-                );
-            }
+            out.push(note(JIRA, issue));
+        }
+        out
+    }
+
+    /// Something was stored: send it now rather than at the next poll.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stores stage `kind`'s notifications outside a stage's write (the
+    /// fleet's `decided`, which the arbiter commits; one machine's sweep),
+    /// the issue read from the store. Returns how many were new (a
+    /// repeated stage adds none).
+    pub async fn enqueue(&self, kind: &str, investigation_id: &str) -> Result<usize> {
+        let issue = match self.jira {
+            Some(_) => self.store.issue_of(investigation_id).await?,
+            None => None,
+        };
+        let mut new = 0;
+        for n in self.plan(kind, investigation_id, issue.as_deref()) {
+            new += usize::from(self.store.enqueue(&n).await?);
         }
         if new > 0 {
-            self.wake.notify_one();
+            self.wake();
         }
         Ok(new)
+    }
+
+    /// The investigation's Jira issue (for [`Outgoing::plan`] before a
+    /// stage's write); `None` without Jira.
+    pub async fn issue_of(&self, investigation_id: &str) -> Result<Option<String>> {
+        match self.jira {
+            Some(_) => self.store.issue_of(investigation_id).await,
+            None => Ok(None),
+        }
     }
 
     /// Comments on `issue` about something that is not an investigation
@@ -145,50 +158,39 @@ impl Outgoing {
         };
         let new = self
             .store
-            .enqueue_notification(&NewNotification {
+            .enqueue(&NewNotification {
                 key: key.to_string(),
                 investigation_id: format!("jira:{issue}"),
                 channel: JIRA.into(),
                 event: "refused".into(),
                 target: issue.to_string(),
-                body: jira::comment::body(client.flavor(), lines),
+                body: Some(jira::comment::body(client.flavor(), lines)),
             })
             .await?;
         if new {
-            self.wake.notify_one();
+            self.wake();
         }
         Ok(new)
     }
 
-    /// The investigation's Jira issue: the request's issue id, when it is
-    /// an issue key (from the Jira intake, or `jiraIssueId` in the API).
-    async fn jira_issue(&self, investigation_id: &str) -> Result<Option<String>> {
-        let row = self
-            .store
-            .investigation(&InvestigationId(investigation_id.to_string()))
-            .await?;
-        Ok(row
-            .and_then(|r| r.request)
-            .and_then(|r| {
-                r.get("issue_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .filter(|k| jira::is_issue_key(k)))
-    }
-
-    /// Sends what is due until shutdown: at once when something is
-    /// enqueued here, and every `poll` for retries and what other
+    /// Sends what is due until `stop` completes: at once when something
+    /// is enqueued here, and every `poll` for retries and what other
     /// processes (or this one before a restart) left.
-    pub async fn run(self: Arc<Self>, poll: Duration, shutdown: Shutdown) {
+    pub async fn run(self: Arc<Self>, poll: Duration, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
         loop {
-            match self.dispatch_due().await {
-                Ok(n) if n > 0 && !shutdown.is_requested() => continue,
+            let sent = tokio::select! {
+                biased;
+                _ = &mut stop => return,
+                sent = self.dispatch_due() => sent,
+            };
+            match sent {
+                Ok(n) if n > 0 => continue,
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot read due notifications"),
             }
             tokio::select! {
-                _ = shutdown.requested() => return,
+                _ = &mut stop => return,
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(poll) => {}
             }
@@ -199,7 +201,7 @@ impl Outgoing {
     /// at each, concurrently. Returns how many it attempted.
     pub async fn dispatch_due(self: &Arc<Self>) -> Result<usize> {
         // A crash mid-send makes the row due again after the lease.
-        let due = self.store.claim_notifications(16, self.lease).await?;
+        let due = self.store.claim(16, self.lease).await?;
         let n = due.len();
         let mut sends = tokio::task::JoinSet::new();
         for notification in due {
@@ -214,7 +216,68 @@ impl Outgoing {
         Ok(n)
     }
 
-    async fn attempt(&self, n: Notification) {
+    /// The body of a row stored without one, from the investigation now;
+    /// `Err(why)` when there is nothing to send (no such investigation, a
+    /// channel no longer configured).
+    async fn render(&self, n: &Notification) -> std::result::Result<Value, String> {
+        let view = self
+            .views
+            .view(&n.investigation_id)
+            .await
+            .map_err(|e| format!("cannot read the investigation: {e}"))?
+            .ok_or_else(|| format!("investigation {} not found", n.investigation_id))?;
+        match n.channel.as_str() {
+            WEBHOOK => {
+                let data = match n.event.as_str() {
+                    "pull_request_opened" => {
+                        json!({"id": n.investigation_id, "pull_request": view["pull_request"]})
+                    }
+                    _ => view,
+                };
+                Ok(Webhooks::payload(
+                    &n.event,
+                    &n.key,
+                    &n.investigation_id,
+                    &data,
+                ))
+            }
+            JIRA => {
+                let client = self.jira.as_ref().ok_or("Jira is no longer configured")?;
+                let page = client
+                    .dashboard_url
+                    .as_ref()
+                    .map(|base| format!("{base}{}", n.investigation_id));
+                let lines = jira::comment::lines(&n.event, &view, page.as_deref())
+                    .ok_or_else(|| format!("no comment for {}", n.event))?;
+                Ok(jira::comment::body(client.flavor(), &lines))
+            }
+            other => Err(format!("unknown channel {other:?}")),
+        }
+    }
+
+    async fn attempt(&self, mut n: Notification) {
+        if n.body.is_none() {
+            let rendered = match self.render(&n).await {
+                Ok(body) => self.store.rendered(n.seq, &body).await,
+                Err(why) => {
+                    // Nothing a retry can send: given up, and said why.
+                    tracing::warn!(investigation = %n.investigation_id, event = %n.event, error = %why, "notification not rendered");
+                    if let Err(e) = self.store.failed(n.seq, &why, None).await {
+                        tracing::error!(error = %e, "cannot settle a notification");
+                    }
+                    return;
+                }
+            };
+            match rendered {
+                Ok(body) => n.body = Some(body),
+                Err(e) => {
+                    // The lease runs out and it is rendered again.
+                    tracing::error!(error = %e, "cannot store a rendered notification");
+                    return;
+                }
+            }
+        }
+        let body = n.body.clone().unwrap_or_default();
         let attempt = n.attempts + 1;
         let (url, logged_event, max, (first_retry, max_retry), (status, error)) =
             match n.channel.as_str() {
@@ -224,8 +287,7 @@ impl Outgoing {
                         n.event.clone(),
                         h.attempts,
                         (h.first_retry, h.max_retry),
-                        h.send(&n.target, &n.event, &n.key, &n.body.to_string())
-                            .await,
+                        h.send(&n.target, &n.event, &n.key, &body.to_string()).await,
                     ),
                     None => (
                         n.target.clone(),
@@ -241,7 +303,7 @@ impl Outgoing {
                         format!("jira:{}", n.event),
                         self.jira_attempts,
                         (self.jira_first_retry, self.jira_max_retry),
-                        c.post_comment(&n.target, &n.body).await,
+                        c.post_comment(&n.target, &body).await,
                     ),
                     None => (
                         n.target.clone(),
@@ -270,13 +332,13 @@ impl Outgoing {
             error: error.clone(),
             at: None,
         };
-        if let Err(e) = self.store.record_webhook_delivery(&log).await {
+        if let Err(e) = self.store.log_attempt(&log).await {
             tracing::error!(error = %e, "cannot log a notification attempt");
         }
         let settled = match &error {
             None => {
                 metrics::counter!("tracelab_notifications_total", "channel" => n.channel.clone(), "outcome" => "delivered").increment(1);
-                self.store.notification_delivered(n.seq).await
+                self.store.delivered(n.seq).await
             }
             Some(why) => {
                 let retry = retry_in(attempt, max, first_retry, max_retry, status);
@@ -291,7 +353,7 @@ impl Outgoing {
                     outcome,
                     "notification not delivered"
                 );
-                self.store.notification_failed(n.seq, why, retry).await
+                self.store.failed(n.seq, why, retry).await
             }
         };
         if let Err(e) = settled {
@@ -317,36 +379,6 @@ pub fn retry_in(
     }
     let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
     Some(first_retry.saturating_mul(factor).min(longest))
-}
-
-/// Decisions older than this are not announced: the consumer starts at
-/// the beginning of the stream (30 days), and a deployment that turns
-/// webhooks on should not replay a month of decisions.
-pub const DECIDED_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
-
-/// A `decided` event from the arbiter: its webhooks and Jira comment.
-pub async fn on_decided(api: &crate::api::Api, delivery: &Delivery) -> Result<()> {
-    let decided: tracelab_proto::events::v1::InvestigationDecided =
-        tracelab_fleet::events::decode(delivery)?;
-    let view = api.get(&decided.investigation_id).await?;
-    let decided_at = view
-        .transitions
-        .iter()
-        .rev()
-        .find(|t| t.to == tracelab_domain::state::InvestigationState::WaitingForReview)
-        .map_or(view.updated_at, |t| t.at);
-    if time::OffsetDateTime::now_utc() - decided_at > DECIDED_MAX_AGE {
-        tracing::info!(investigation = %view.id, "decided too long ago to announce");
-        return Ok(());
-    }
-    let view = serde_json::to_value(&view)
-        .map_err(|e| tracelab_domain::Error::internal(format!("cannot encode: {e}")))?;
-    if let Some(out) = &api.outgoing {
-        // Errors go back to the consumer: the event is redelivered.
-        out.enqueue("decided", &decided.investigation_id, &view, &view)
-            .await?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
