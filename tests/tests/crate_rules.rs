@@ -78,9 +78,12 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     ("tracelab-notify", &["tracelab-domain", "tracelab-store"]),
     // Pushes with the deployment's git credentials settings.
     ("tracelab-codehost", &["tracelab-domain", "tracelab-repos"]),
+    // The evidence parsers are the one reader of failure text (#17): the
+    // index reads a locate query's frames and coverage's failing tests
+    // through them. Ingest is pure (no IO) and depends on the domain only.
     (
         "tracelab-code-index",
-        &["tracelab-domain", "tracelab-syntax"],
+        &["tracelab-domain", "tracelab-syntax", "tracelab-ingest"],
     ),
     ("tracelab-ingest", &["tracelab-domain"]),
     // Pure reconstruction of repair experience (#16): diffs, signatures and
@@ -89,8 +92,7 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     ("tracelab-repair", &["tracelab-domain", "tracelab-syntax"]),
     // The LLM patch agent's chat client (#12) implements the domain's
     // `ChatModel` port and runs ingest's redactor over every message it
-    // sends: the engine, which builds the prompts, may not depend on ingest,
-    // and the client is the one place every prompt passes.
+    // sends: the client is the one place every prompt passes.
     ("tracelab-llm", &["tracelab-domain", "tracelab-ingest"]),
     (
         "tracelab-index-client",
@@ -103,12 +105,16 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         &["tracelab-domain", "tracelab-ingest", "tracelab-experience"],
     ),
     // The experience agent (#16) retrieves and re-applies records with
-    // `tracelab-experience`'s pure logic.
+    // `tracelab-experience`'s pure logic. A probe's output is read by the
+    // evidence parsers (`tracelab_ingest::test_run`, #17): its failure
+    // signature, failing tests and frames come from the one reader of
+    // failure text, not from patterns of the engine's own.
     (
         "tracelab-engine",
         &[
             "tracelab-domain",
             "tracelab-code-index",
+            "tracelab-ingest",
             "tracelab-repair",
             "tracelab-experience",
         ],

@@ -20,6 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox};
 use tracelab_domain::runner as domain_runner;
+use tracelab_ingest::test_run;
 
 /// Directory (in the worktree) for the rc file, data and JSON report.
 pub const WORK_DIR: &str = ".tracelab-coverage";
@@ -220,8 +221,8 @@ pub fn dotted_from_pytest_id(id: &str) -> String {
     }
 }
 
-/// The failing tests a runner printed, sorted and without duplicates: the
-/// domain's reader of runner summaries (`tracelab_domain::runner`), with
+/// The failing tests a runner printed, sorted and without duplicates, read
+/// by the evidence parsers (`tracelab_ingest::test_run`), with
 /// pytest ids kept only when they name a test (`path::test`, not a
 /// collection error's bare path).
 pub fn failing_tests(runner: Runner, output: &str) -> Vec<FailingTest> {
@@ -230,7 +231,7 @@ pub fn failing_tests(runner: Runner, output: &str) -> Vec<FailingTest> {
         Runner::Unittest => domain_runner::Runner::Unittest,
     };
     let mut out = BTreeSet::new();
-    for id in domain_runner::failing_tests(reader, output) {
+    for id in test_run::TestRun::read(reader, output).failing_tests() {
         match runner {
             Runner::Pytest => {
                 let id = id.strip_prefix("ERROR ").unwrap_or(&id);
@@ -470,8 +471,16 @@ mod tests {
             ]
         );
         assert_eq!(f[0].name, "tests.test_cart.CartTest.test_three");
-        let unittest = "FAIL: test_three (tests.test_cart.CartTest.test_three)\n----\nERROR: test_b (test_shop.ShopTest)\nTraceback ...\nFAIL: test_c (m.C.test_c) [sub]\n";
-        let f = failing_tests(Runner::Unittest, unittest);
+        let rule = "=".repeat(70);
+        let dashes = "-".repeat(70);
+        let unittest = [
+            "FAIL: test_three (tests.test_cart.CartTest.test_three)",
+            "ERROR: test_b (test_shop.ShopTest)",
+            "FAIL: test_c (m.C.test_c) (i=1)",
+        ]
+        .map(|h| format!("{rule}\n{h}\n{dashes}\nTraceback (most recent call last):\n  File \"m.py\", line 1, in t\nAssertionError\n\n"))
+        .concat();
+        let f = failing_tests(Runner::Unittest, &unittest);
         assert_eq!(
             f.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
             [

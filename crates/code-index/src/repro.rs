@@ -307,7 +307,7 @@ mod tests {
     fn tells_which_failures_came_back() {
         let p = pack();
         let again = p
-            .failed_again("FAILED tests/test_cart.py::test_three - assert 5 == 6\n")
+            .failed_again("=== short test summary info ===\nFAILED tests/test_cart.py::test_three - assert 5 == 6\n")
             .unwrap();
         assert_eq!(again.len(), 1);
         assert!(p.failed_again("1 passed\n").unwrap().is_empty());

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::signature::FailureSignature;
 use tracelab_engine::agents::git_history::{FlakeModel, find_culprit};
 use tracelab_engine::context::Context;
 use tracelab_engine::git::Git;
@@ -19,6 +18,7 @@ use tracelab_engine::pool::Pool;
 use tracelab_engine::probe::TestCommand;
 use tracelab_engine::workspace::Workspace;
 use tracelab_engine::{EngineConfig, Silent};
+use tracelab_ingest::test_run::TestRun;
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_testkit::scenarios::{Scenario, linear_regression};
 
@@ -92,7 +92,7 @@ async fn tracelab_search(s: &Scenario, k: usize) -> Measured {
     };
     // The signature of the failure at the tip (untimed, see the module docs).
     let first = pool.run(&s.head, &ctx.test_spec()).await.unwrap();
-    let baseline = FailureSignature::from_output(ctx.test.runner, &first.result.output);
+    let baseline = TestRun::read(ctx.test.runner, &first.result.output).signature();
     let model = FlakeModel::new(1.0, 0.01, 100, baseline);
     let started = Instant::now();
     let finding = find_culprit(&ctx, Some(s.root.clone()), &model, Default::default())

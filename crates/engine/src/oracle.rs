@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use tracelab_domain::Result;
 use tracelab_domain::oracle::failing_test_files;
-use tracelab_domain::signature::{FailureSignature, files_in_output};
+use tracelab_domain::runner::Runner;
+use tracelab_domain::signature::FailureSignature;
+use tracelab_ingest::test_run::TestRun;
 
 /// Test files to lay over a probe's checkout: their content at `rev`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -19,20 +21,44 @@ pub struct Overlay {
     pub files: Vec<String>,
 }
 
-/// Repository-relative files named in a failing output, whatever worktree
-/// produced it (`<workspace>/probe-N/path` → `path`).
+/// `output` with the workspace's worktree folders (`<root>/<slot>/`) taken
+/// out of its paths, so what it names are repository files whatever
+/// worktree ran the command.
+pub fn relative_to_worktrees(output: &str, workspace_root: &Path) -> String {
+    let root = format!(
+        "{}/",
+        workspace_root.to_string_lossy().trim_end_matches('/')
+    );
+    let mut out = String::with_capacity(output.len());
+    let mut rest = output;
+    while let Some(i) = rest.find(&root) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + root.len()..];
+        match after.find('/') {
+            Some(slot) if !after[..slot].contains(char::is_whitespace) => {
+                rest = &after[slot + 1..];
+            }
+            _ => {
+                out.push_str(&root);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Repository-relative files the frames of a failing output name, whatever
+/// worktree produced it (`<workspace>/probe-N/path` → `path`), read by the
+/// evidence parsers; library and toolchain files left out.
 pub fn output_files(output: &str, workspace_root: &Path) -> BTreeSet<String> {
-    let root = workspace_root.to_string_lossy().to_string();
-    files_in_output(output)
+    let relative = relative_to_worktrees(output, workspace_root);
+    TestRun::read(Runner::Unknown, &relative)
+        .frames()
         .into_iter()
-        .map(|f| match f.strip_prefix(&root) {
-            Some(rest) => rest
-                .trim_start_matches('/')
-                .split_once('/')
-                .map(|(_, p)| p.to_string())
-                .unwrap_or_default(),
-            None => f,
-        })
+        .filter(|f| f.in_app)
+        .filter_map(|f| f.file)
+        .map(|f| f.trim_start_matches("./").to_string())
         .filter(|f| !f.is_empty() && !f.starts_with('/'))
         .collect()
 }
@@ -74,11 +100,23 @@ mod tests {
     #[test]
     fn output_files_are_made_relative_to_the_worktree() {
         let root = std::path::Path::new("/tmp/tracelab-x-abc");
-        let out = "  File \"/tmp/tracelab-x-abc/probe-3/app/calc.py\", line 3, in add\n  File \"test_app.py\", line 1\n";
+        let out = "Traceback (most recent call last):\n  File \"/tmp/tracelab-x-abc/probe-3/test_app.py\", line 9, in <module>\n    assert add(2, 2) == 4\n  File \"/tmp/tracelab-x-abc/probe-3/app/calc.py\", line 3, in add\n    return a - b\n  File \"/usr/lib/python3.11/functools.py\", line 1, in wrapper\nAssertionError\n";
         let files = output_files(out, root);
         assert_eq!(
             files.into_iter().collect::<Vec<_>>(),
             vec!["app/calc.py", "test_app.py"]
+        );
+    }
+
+    #[test]
+    fn only_worktree_folders_are_taken_out() {
+        let root = std::path::Path::new("/tmp/w");
+        assert_eq!(
+            relative_to_worktrees(
+                "at /tmp/w/probe-0/src/a.rs:3 and /tmp/w/ x and /tmp/wx/a",
+                root
+            ),
+            "at src/a.rs:3 and /tmp/w/ x and /tmp/wx/a"
         );
     }
 }

@@ -8,6 +8,7 @@ use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step, trim_out
 use tracelab_domain::ports::{CommandResult, CommandSpec};
 use tracelab_domain::runner::Runner;
 use tracelab_domain::signature::FailureSignature;
+use tracelab_ingest::test_run::TestRun;
 
 /// The test command as the engine runs it.
 #[derive(Debug, Clone)]
@@ -44,7 +45,7 @@ pub fn judge(
     if result.exit_code == Some(0) {
         return (Outcome::Pass, None);
     }
-    let signature = FailureSignature::from_output(runner, &result.output);
+    let signature = TestRun::read(runner, &result.output).signature();
     let outcome = match baseline {
         Some(base) if !base.matches(&signature) => Outcome::FailedDifferently,
         _ => Outcome::Fail,

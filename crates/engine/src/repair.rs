@@ -33,8 +33,8 @@ use tracelab_domain::oracle::{is_test_path, split_patch};
 use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::report::Suspect;
 use tracelab_domain::runner::{self, Runner};
-use tracelab_domain::signature::frames_in_output;
 use tracelab_domain::{Error, Result};
+use tracelab_ingest::test_run::TestRun;
 use tracelab_repair::{Candidate, CulpritHunk, Target};
 
 mod llm;
@@ -210,7 +210,13 @@ async fn templates(
     culprit: &[CulpritHunk],
 ) -> Result<std::result::Result<(Screening, Vec<Screened>), String>> {
     let git = ctx.pool.workspace().git().clone();
-    let frames = frames_in_output(output);
+    let relative = crate::oracle::relative_to_worktrees(output, ctx.pool.workspace().root());
+    let frames: Vec<(String, u32)> = TestRun::read(ctx.test.runner, &relative)
+        .frames()
+        .into_iter()
+        .filter(|f| f.in_app)
+        .filter_map(|f| Some((f.file?, f.line?)))
+        .collect();
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for s in suspects {
@@ -827,7 +833,8 @@ async fn neighbour_experiment(
     );
     e.note = Some("the failing test's files and the test files naming the patched function".into());
     if judged.outcome != Outcome::Pass && judged.outcome != Outcome::Blocked {
-        let already: BTreeSet<String> = runner::failing_tests(ctx.test.runner, &before.output)
+        let already: BTreeSet<String> = TestRun::read(ctx.test.runner, &before.output)
+            .failing_tests()
             .into_iter()
             .chain(
                 classification
@@ -836,10 +843,10 @@ async fn neighbour_experiment(
                     .flat_map(|b| b.failing_tests.iter().cloned()),
             )
             .collect();
-        let now: BTreeSet<String> =
-            runner::failing_tests(ctx.test.runner, &judged.run.result.output)
-                .into_iter()
-                .collect();
+        let now: BTreeSet<String> = TestRun::read(ctx.test.runner, &judged.run.result.output)
+            .failing_tests()
+            .into_iter()
+            .collect();
         if !now.is_empty() && now.is_subset(&already) && before.exit_code != Some(0) {
             e.outcome = Outcome::Pass;
             e.note = Some(format!(
