@@ -22,9 +22,12 @@ use tracelab_domain::ports::SandboxProvider;
 use tracelab_domain::state::InvestigationState;
 use tracelab_domain::{Error, Result};
 use tracelab_engine::InvestigateRequest;
+use tracelab_engine::agents::experience::Experience;
 use tracelab_engine::agents::test_behaviour::Classification;
 use tracelab_engine::investigate::end_state_for;
-use tracelab_engine::phases::{Proposal, propose, propose_repair, proposed_revert, reproduce};
+use tracelab_engine::phases::{
+    Proposal, propose, propose_experience, propose_repair, proposed_revert, reproduce,
+};
 use tracelab_engine::session::{Session, prepare};
 use tracelab_fleet::events::{self, ids, steps};
 use tracelab_fleet::repositories::{self, Repositories};
@@ -32,7 +35,7 @@ use tracelab_fleet::sandbox::{SandboxSettings, engine_config};
 use tracelab_proto::events::v1::{
     HypothesesProposed, HypothesisKind, InvestigationRequested, Limits, VerifyJob,
 };
-use tracelab_store::{PgStore, ProposalRecord};
+use tracelab_store::{ExperienceStore, PgStore, ProposalRecord};
 
 pub struct Investigator {
     pub bus: Arc<JetStreamBus>,
@@ -110,7 +113,12 @@ impl Investigator {
         id: &InvestigationId,
     ) -> std::result::Result<Outcome, Failure> {
         use Failure::*;
-        let config = engine_config(event.limits.as_ref(), &self.sandbox).map_err(Investigation)?;
+        let mut config =
+            engine_config(event.limits.as_ref(), &self.sandbox).map_err(Investigation)?;
+        config.experience = self
+            .experience(&event.repository)
+            .await
+            .map_err(Infrastructure)?;
         // A URL is fetched into this process's mirror cache and the
         // revisions resolved there (`main` is the server's main now).
         let bad = Some(event.bad.as_str())
@@ -187,6 +195,10 @@ impl Investigator {
             );
         }
         hypotheses.sort_by_key(|h| h.number);
+        // A past repair retrieved for the failure is a verifier's job too.
+        if let Some(h) = propose_experience(ctx, &classification, &mut proposal, &hypotheses) {
+            hypotheses.push(h);
+        }
         // The suspects' repair is a verifier's job: at once when there is no
         // culprit to revert, else by the revert's verifier if the revert is
         // not verified (`repair_after_revert`).
@@ -200,6 +212,20 @@ impl Investigator {
             bad: ctx.bad.clone(),
             test_command: ctx.test.display(),
         })
+    }
+
+    /// The fleet's experience records for the experience agent (all of
+    /// them: the scope rules keep L1 and L2 to this repository, keyed as
+    /// the fleet admitted it), or `None` when there are none.
+    async fn experience(&self, repository: &str) -> Result<Option<Arc<Experience>>> {
+        let records = self.store.experience(None).await?;
+        Ok((!records.is_empty()).then(|| {
+            Arc::new(Experience {
+                records,
+                workflow: None,
+                repository: Some(repository.to_string()),
+            })
+        }))
     }
 
     /// Publishes the verify jobs of the stored proposal and `…arbitrate.proposed`.
@@ -255,7 +281,12 @@ impl Investigator {
                 jobs.push(job);
             }
         }
-        if let Some(candidate) = &proposal.repair {
+        let repairs = [
+            (&proposal.experience, HypothesisKind::Experience),
+            (&proposal.repair, HypothesisKind::Repair),
+        ];
+        for (candidate, kind) in repairs {
+            let Some(candidate) = candidate else { continue };
             let hypothesis = proposed(candidate.number)?;
             if hypothesis.status == HypothesisStatus::Pending {
                 let suspects = serde_json::to_vec(&proposal.suspects)
@@ -264,7 +295,7 @@ impl Investigator {
                     investigation_id: id.0.clone(),
                     hypothesis_id: hypothesis.id.0.clone(),
                     number: candidate.number,
-                    kind: HypothesisKind::Repair as i32,
+                    kind: kind as i32,
                     repository: event.repository.clone(),
                     test_command: event.test_command.clone(),
                     bad: input.proposal.bad.clone(),
