@@ -105,7 +105,7 @@ pub async fn run(store: &SqliteStore, actor: &str, args: PullRequestArgs) -> any
     )?
     .context("name the code host: --github OWNER/REPO or --gitlab GROUP/PROJECT")?;
     let id = InvestigationId(args.id.clone());
-    match open_or_find(store, &id, actor, "local", &target).await {
+    match open_or_find(store, &id, actor, "local", &target, &[]).await {
         Ok(pr) => print(&pr.url, pr.number, args.format),
         Err(e) if e.kind == ErrorKind::Conflict && e.message.contains("not APPROVED") => {
             Err(anyhow::anyhow!(
@@ -132,6 +132,7 @@ pub async fn open_or_find(
     actor: &str,
     role: &str,
     target: &Target,
+    notes: &[tracelab_store::notifications::NewNotification],
 ) -> tracelab_domain::Result<PullRequestLink> {
     let hand_off = store
         .hand_off(id)
@@ -150,7 +151,12 @@ pub async fn open_or_find(
         return Ok(pr);
     }
     match open(store, id, target).await {
-        Ok(link) => store.record_pull_request(id, actor, role, &link).await,
+        // `notes`: `tracelab serve`'s webhooks and comment, stored with the link.
+        Ok(link) => {
+            store
+                .record_pull_request_notifying(id, actor, role, &link, notes)
+                .await
+        }
         Err(e) => {
             let message = format!("{e:#}");
             store

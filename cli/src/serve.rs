@@ -8,6 +8,17 @@
 //! With `--github OWNER/REPO` (or `--gitlab`) an approved investigation's
 //! page has a button that pushes its verified branch to `--remote` and
 //! opens the draft pull request, as `tracelab investigations pr` does.
+//!
+//! Signed webhooks and Jira comments, as the fleet sends them
+//! (`tracelab-notify`, the rows in this machine's SQLite file), when the
+//! environment configures them (docs/review.md): `TRACELAB_WEBHOOK_URLS`
+//! (space or comma separated) with `TRACELAB_WEBHOOK_SECRET[_FILE]`;
+//! `TRACELAB_JIRA_URL`, `TRACELAB_JIRA_FLAVOR` (`cloud`, `server`),
+//! `TRACELAB_JIRA_USER`, `TRACELAB_JIRA_TOKEN[_FILE]`. An approval, a
+//! rejection and an opened pull request store theirs in their own
+//! transaction; `created` and `decided` happen in the `tracelab
+//! investigate` process, so a sweep here enqueues them (keyed: once each)
+//! for the investigations of the last day.
 
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -21,10 +32,18 @@ use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
+use tracelab_notify::jira::{Flavor, JiraSettings};
+use tracelab_notify::webhooks::{WebhookSettings, Webhooks};
+use tracelab_notify::{Outgoing, Views};
 use tracelab_store::SqliteStore;
+use tracelab_store::notifications::NewNotification;
 
 /// How many of the newest investigations the pages look through.
 const WINDOW: u32 = 1000;
+
+/// Investigations older than this are not announced by the sweep: a first
+/// start with webhooks configured does not replay the whole store.
+const ANNOUNCE_WITHIN: time::Duration = time::Duration::days(1);
 
 /// Serves until Ctrl-C. The first stdout line is the dashboard's URL.
 pub async fn run(
@@ -41,10 +60,20 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
+    let outgoing = outgoing(&store)?;
+    let background = outgoing.clone().map(|out| {
+        let sweep = tokio::spawn(sweep(store.clone(), out.clone()));
+        let dispatch = tokio::spawn(out.run(
+            std::time::Duration::from_secs(1),
+            std::future::pending::<()>(),
+        ));
+        (sweep, dispatch)
+    });
     let router = tracelab_dashboard::router(
         Arc::new(Source {
             store,
             pull_requests,
+            outgoing,
         }),
         Arc::new(OneToken {
             token: token.clone(),
@@ -61,7 +90,138 @@ pub async fn run(
             let _ = tokio::signal::ctrl_c().await;
         })
         .await?;
+    // What is not sent yet stays stored: the next start sends it.
+    if let Some((sweep, dispatch)) = background {
+        sweep.abort();
+        dispatch.abort();
+    }
     Ok(())
+}
+
+/// An environment variable, trimmed; empty counts as unset.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The webhooks and Jira comments the environment configures, or `None`.
+fn outgoing(store: &Arc<SqliteStore>) -> anyhow::Result<Option<Arc<Outgoing>>> {
+    let webhooks = WebhookSettings {
+        urls: env("TRACELAB_WEBHOOK_URLS")
+            .map(|v| {
+                v.split([',', ' '])
+                    .filter(|u| !u.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        secret: env("TRACELAB_WEBHOOK_SECRET").unwrap_or_default(),
+        secret_file: env("TRACELAB_WEBHOOK_SECRET_FILE").unwrap_or_default(),
+        ..WebhookSettings::default()
+    };
+    let jira = JiraSettings {
+        base_url: env("TRACELAB_JIRA_URL").unwrap_or_default(),
+        flavor: match env("TRACELAB_JIRA_FLAVOR").as_deref() {
+            None | Some("cloud") => Flavor::Cloud,
+            Some("server") => Flavor::Server,
+            Some(other) => anyhow::bail!("TRACELAB_JIRA_FLAVOR={other:?}: cloud or server"),
+        },
+        user: env("TRACELAB_JIRA_USER").unwrap_or_default(),
+        token: env("TRACELAB_JIRA_TOKEN").unwrap_or_default(),
+        token_file: env("TRACELAB_JIRA_TOKEN_FILE").unwrap_or_default(),
+        ..JiraSettings::default()
+    };
+    let outgoing = Outgoing::new(
+        store.clone(),
+        Arc::new(SqliteViews(store.clone())),
+        Webhooks::new(&webhooks)?,
+        tracelab_notify::jira::client::Client::new(&jira)?,
+        &jira,
+    );
+    if outgoing.is_some() {
+        eprintln!(
+            "sending webhooks to {} URL(s){}",
+            webhooks.urls.len(),
+            if jira.base_url.is_empty() {
+                ""
+            } else {
+                " and Jira comments"
+            }
+        );
+    }
+    Ok(outgoing.map(Arc::new))
+}
+
+/// Enqueues `created` and `decided` of the day's investigations, which
+/// other processes (`tracelab investigate`) ran: keyed, so once each.
+async fn sweep(store: Arc<SqliteStore>, out: Arc<Outgoing>) {
+    use tracelab_domain::state::InvestigationState::*;
+    loop {
+        let since = time::OffsetDateTime::now_utc() - ANNOUNCE_WITHIN;
+        match store.list(WINDOW).await {
+            Ok(list) => {
+                for s in list.iter().filter(|s| s.created_at >= since) {
+                    let decided = !matches!(
+                        s.state,
+                        Created | ContextLoading | Investigating | Verifying | Arbitrating
+                    );
+                    for kind in ["created", "decided"] {
+                        if kind == "decided" && !decided {
+                            continue;
+                        }
+                        if let Err(e) = out.enqueue(kind, &s.id.0).await {
+                            tracing::warn!(investigation = %s.id, error = %e, "notifications not stored");
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list investigations to announce"),
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+/// The investigation as the fleet's API shows it, from this machine's
+/// store: what webhooks carry and Jira comments are written from.
+struct SqliteViews(Arc<SqliteStore>);
+
+#[async_trait::async_trait]
+impl Views for SqliteViews {
+    async fn view(&self, id: &str) -> Result<Option<serde_json::Value>> {
+        let investigation = InvestigationId(id.to_string());
+        let Some(summary) = self
+            .0
+            .list(WINDOW)
+            .await?
+            .into_iter()
+            .find(|s| s.id == investigation)
+        else {
+            return Ok(None);
+        };
+        let report = self.0.get(&investigation).await?;
+        let hand_off = HandOffStore::hand_off(self.0.as_ref(), &investigation)
+            .await?
+            .unwrap_or_default();
+        let mut view = serde_json::json!({
+            "id": id,
+            "state": summary.state.as_str(),
+            "verdict": summary.verdict.map(|v| v.as_str()),
+            "repository": summary.repository,
+            "test_command": summary.test_command,
+            "culprit": summary.culprit,
+            "created_at": summary.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+            "report": report,
+            "transitions": self.0.transitions(&investigation).await?,
+        });
+        if let (Some(map), Ok(serde_json::Value::Object(extra))) =
+            (view.as_object_mut(), serde_json::to_value(&hand_off))
+        {
+            map.extend(extra);
+        }
+        Ok(Some(view))
+    }
 }
 
 fn random_token() -> anyhow::Result<String> {
@@ -101,6 +261,26 @@ pub struct PullRequests {
 struct Source {
     store: Arc<SqliteStore>,
     pull_requests: Option<PullRequests>,
+    outgoing: Option<Arc<Outgoing>>,
+}
+
+impl Source {
+    /// What stage `kind` stores with its write (nothing unconfigured).
+    async fn plan(&self, kind: &str, id: &str) -> Result<Vec<NewNotification>> {
+        match &self.outgoing {
+            Some(out) => {
+                let issue = out.issue_of(id).await?;
+                Ok(out.plan(kind, id, issue.as_deref()))
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn notified(&self) {
+        if let Some(out) = &self.outgoing {
+            out.wake();
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -141,8 +321,10 @@ impl DashboardSource for Source {
         reviewer: &str,
         reason: Option<&str>,
     ) -> Result<()> {
+        let kind = if approve { "approved" } else { "rejected" };
+        let notes = self.plan(kind, id).await?;
         self.store
-            .review(
+            .review_notifying(
                 &InvestigationId(id.to_string()),
                 &Review {
                     approve,
@@ -151,9 +333,11 @@ impl DashboardSource for Source {
                     reason,
                     forbid_self_approval: false,
                 },
+                &notes,
             )
-            .await
-            .map(|_| ())
+            .await?;
+        self.notified();
+        Ok(())
     }
 
     async fn hand_off(&self, id: &str) -> Result<Option<HandOff>> {
@@ -171,13 +355,17 @@ impl DashboardSource for Source {
                 "no code host: start tracelab serve with --github OWNER/REPO or --gitlab GROUP/PROJECT",
             ));
         };
-        crate::pull_request::open_or_find(
+        let notes = self.plan("pull_request_opened", id).await?;
+        let link = crate::pull_request::open_or_find(
             &self.store,
             &InvestigationId(id.to_string()),
             actor,
             p.actor_role,
             &p.target,
+            &notes,
         )
-        .await
+        .await?;
+        self.notified();
+        Ok(link)
     }
 }

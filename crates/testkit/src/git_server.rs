@@ -186,12 +186,12 @@ fn exec_path() -> io::Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// A parsed request.
-struct Request {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// A parsed request (also `crate::http_recorder`'s).
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) target: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Request {
@@ -280,7 +280,10 @@ impl Backend {
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>, stream: &mut TcpStream) -> io::Result<Request> {
+pub(crate) fn read_request(
+    reader: &mut BufReader<TcpStream>,
+    stream: &mut TcpStream,
+) -> io::Result<Request> {
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
     let mut line = String::new();
     reader.read_line(&mut line)?;
@@ -358,7 +361,7 @@ fn split_cgi(output: &[u8]) -> (&[u8], &[u8]) {
     (&[], output)
 }
 
-fn respond(
+pub(crate) fn respond(
     stream: &mut TcpStream,
     status: &str,
     headers: &[(String, String)],

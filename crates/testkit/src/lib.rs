@@ -7,6 +7,7 @@
 
 pub mod backends;
 pub mod git_server;
+pub mod http_recorder;
 pub mod ports;
 pub mod scenarios;
 pub mod secrets;
