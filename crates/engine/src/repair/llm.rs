@@ -521,7 +521,7 @@ fn head(text: &str, limit: usize) -> &str {
 
 const SYSTEM: &str = "You fix bugs in source code. You are shown a failing test's output and the functions most likely at fault. Change as little as possible to make the failing test pass without breaking other tests. Never edit tests, test fixtures or files outside the repository.
 
-Answer with one or more SEARCH/REPLACE blocks and nothing else, each exactly in this form:
+Answer only with the edit: one or more SEARCH/REPLACE blocks, each exactly in this form:
 
 path/of/the/file.py
 <<<<<<< SEARCH
