@@ -60,14 +60,6 @@ fn main() {
         &r.merge_only,
     );
     print(
-        "proposed key (not shipped: panic line, library frames)",
-        &r.proposed,
-    );
-    print(
-        "… with similar-issue merge (5-fold CV threshold)",
-        &r.proposed_merge,
-    );
-    print(
         &format!(
             "incremental index (threshold {:.2}, in-sample)",
             real_corpus_threshold()
@@ -75,8 +67,8 @@ fn main() {
         &r.index,
     );
     println!(
-        "\nfold thresholds: {:?}; threshold chosen on all pairs: {:.2}; over the proposed key: {:?}",
-        r.fold_thresholds, r.full_threshold, r.proposed_thresholds
+        "\nfold thresholds: {:?}; threshold chosen on all pairs: {:.2}",
+        r.fold_thresholds, r.full_threshold
     );
     println!("\nnear-miss pairs kept apart:");
     for (name, e) in [
@@ -84,8 +76,6 @@ fn main() {
         ("naive", &r.naive),
         ("similar (CV)", &r.similar),
         ("its own decisions", &r.merge_only),
-        ("proposed key", &r.proposed),
-        ("proposed key + merge", &r.proposed_merge),
         ("index", &r.index),
     ] {
         println!(

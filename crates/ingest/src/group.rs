@@ -27,6 +27,10 @@ impl GroupKey {
         if let Some(key) = Self::rust_panic(f) {
             return key;
         }
+        // An import error names what is missing; who imports it is incidental.
+        if !crate::signature::missing_names(f.exception_type.as_deref(), &f.message).is_empty() {
+            return GroupKey(format!("error:{}", f.error_signature));
+        }
         match &f.stack_signature {
             // The exception type splits one code path failing in two ways
             // (a KeyError and a TypeError in the same function are two bugs).
@@ -46,23 +50,32 @@ impl GroupKey {
 }
 
 impl GroupKey {
-    /// A Rust panic is keyed by its message and the file it panicked in
-    /// (`thread 'main' panicked at src/main.rs:2:5`), never by its backtrace:
-    /// the same panic is printed with a backtrace or without one depending on
-    /// `RUST_BACKTRACE`, and both must land in one group.
+    /// A Rust panic is keyed by its message and the line it panicked at
+    /// (`thread 'main' panicked at src/main.rs:2:5` → `main.rs` line 2),
+    /// never by its backtrace: the same panic is printed with a backtrace or
+    /// without one depending on `RUST_BACKTRACE`, and both must land in one
+    /// group. The line, not only the file: one file unwraps `None` at many
+    /// lines, each its own bug (`error:<sig>@<file sig>:<line>`). A line
+    /// shifted by an edit is a new key; similar-issue merging re-joins it
+    /// when its backtrace matches.
     fn rust_panic(f: &Failure) -> Option<Self> {
         if f.language != Language::Rust || f.exception_type.as_deref() != Some("panic") {
             return None;
         }
         let location = f.context.get("location")?;
-        let file = split_location(location).0;
+        let (file, rest) = split_location(location);
         let loc = crate::signature::file_signature(file);
-        Some(GroupKey(format!(
-            "error:{}@{}",
-            f.error_signature,
-            &loc[..8]
-        )))
+        let key = format!("error:{}@{}", f.error_signature, &loc[..8]);
+        Some(GroupKey(match location_line(rest) {
+            Some(line) => format!("{key}:{line}"),
+            None => key,
+        }))
     }
+}
+
+/// The line of a location's `:line:col` or `:line` rest.
+pub(crate) fn location_line(rest: &str) -> Option<u32> {
+    rest.strip_prefix(':')?.split(':').next()?.parse().ok()
 }
 
 /// `path:line:col` (the path may hold colons, as on Windows) into the path

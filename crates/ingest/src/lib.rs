@@ -61,8 +61,8 @@ mod redact;
 pub mod request;
 pub mod rerun;
 mod signature;
-pub mod test_run;
 pub mod similar;
+pub mod test_run;
 
 pub use ci::{CiFailureReport, CiParseOutput, parse_ci_report};
 pub use detect::detect;

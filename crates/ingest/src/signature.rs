@@ -103,12 +103,62 @@ pub fn normalize_message(message: &str) -> String {
     crate::input::truncate_str(s, 512).to_owned()
 }
 
-/// The error signature of an exception type and message.
+/// The error signature of an exception type and message (variable parts
+/// masked), or of the type and the [`missing_names`] when the message names
+/// missing code.
 pub fn error_signature(exception_type: Option<&str>, message: &str) -> String {
     let ty = exception_type.unwrap_or("").trim();
     let ty = ty.strip_prefix("builtins.").unwrap_or(ty);
+    let names = missing_names(Some(ty), message);
     let ty = mask_sensitive(ty);
-    hash_hex(&[&ty, &normalize_message(message)])
+    if names.is_empty() {
+        hash_hex(&[&ty, &normalize_message(message)])
+    } else {
+        // The names are the message: what follows them (the module's path,
+        // `Did you mean: 'unquote'?`, a launcher's next lines) varies by
+        // machine and version.
+        hash_hex(&[&ty, "missing", &names.join(" ")])
+    }
+}
+
+/// Python messages that name the code that is missing, not data:
+/// `cannot import name 'X' from 'Y'`, `No module named 'X'`,
+/// `module 'X' has no attribute 'Y'`.
+static MISSING_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:cannot import name '([\w.]+)'(?: from (?:partially initialized module )?'([\w.]+)')?|No module named '([\w.]+)'|module '([\w.]+)' has no attribute '(\w+)')",
+    )
+    .unwrap()
+});
+
+/// What an import error or a missing module attribute says is missing
+/// (`["soft_unicode", "markupsafe"]`), empty for any other error. The
+/// quoted values of these messages are names of code, not data: the bug is
+/// the name a dependency removed or never had, whoever imports it, so the
+/// names are kept where other quoted values are masked. Python only
+/// (`ImportError`, `ModuleNotFoundError`, `AttributeError`).
+pub fn missing_names(exception_type: Option<&str>, message: &str) -> Vec<String> {
+    let ty = exception_type.unwrap_or("").trim();
+    let short = ty.rsplit('.').next().unwrap_or(ty);
+    if !matches!(
+        short,
+        "ImportError" | "ModuleNotFoundError" | "AttributeError"
+    ) {
+        return Vec::new();
+    }
+    let first = message.lines().next().unwrap_or("").trim();
+    let Some(c) = MISSING_NAME.captures(first) else {
+        return Vec::new();
+    };
+    let import = c.get(1).is_some() || c.get(3).is_some();
+    if import == (short == "AttributeError") {
+        return Vec::new();
+    }
+    c.iter()
+        .skip(1)
+        .flatten()
+        .map(|m| m.as_str().to_owned())
+        .collect()
 }
 
 #[cfg(test)]

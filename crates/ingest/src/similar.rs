@@ -29,7 +29,7 @@
 //! profile caps (64 × 64 alignment cells), whatever the input's size.
 
 use crate::group::GroupKey;
-use crate::model::{Failure, Frame};
+use crate::model::{Failure, Frame, Language};
 use crate::signature::normalize_message;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -59,6 +59,11 @@ pub struct StackProfile {
     pub exception_type: Option<String>,
     /// Words of the masked message ([`normalize_message`]), at most 32.
     pub message_words: Vec<String>,
+    /// What an import error says is missing
+    /// ([`missing_names`](crate::signature::missing_names)): two traces
+    /// missing different names are different bugs, whatever their frames.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 fn file_name(path: &str) -> &str {
@@ -109,6 +114,14 @@ fn token_function(key: &str) -> Option<&str> {
     (func.len() > 2 && !generic.contains(&func)).then_some(func)
 }
 
+/// A token whose file is a package's entry file (`heatermeter/__init__.py|setup`):
+/// one function name in two packages' entry files is a plugin convention
+/// (every Home Assistant integration has its `setup`), not a moved function.
+fn package_entry(key: &str) -> bool {
+    key.split_once('|')
+        .is_some_and(|(file, _)| file.contains('/'))
+}
+
 /// The panic machinery every Go and Rust panic passes through
 /// (`runtime/debug.Stack`, `panic`, `core::panicking::panic_fmt`): it says
 /// how a program panicked, never where the bug is.
@@ -140,7 +153,11 @@ fn token(f: &Frame) -> Option<FrameToken> {
     let key = match (function, file) {
         (Some(func), Some(file)) => format!("{file}|{func}"),
         (Some(func), None) => format!("|{func}"),
-        (None, Some(file)) => file.to_owned(),
+        // Known only by its location: the line says where, as the function would.
+        (None, Some(file)) => match f.line {
+            Some(line) => format!("{file}:{line}"),
+            None => file.to_owned(),
+        },
         (None, None) => return None,
     };
     Some(FrameToken {
@@ -163,6 +180,7 @@ impl StackProfile {
     pub fn from_failure(f: &Failure) -> Self {
         let own: Vec<FrameToken> = f.frames.iter().rev().filter_map(token).collect();
         let mut exception_type = f.exception_type.as_deref();
+        let mut message = f.message.as_str();
         let mut frames = if own.is_empty() {
             // The cause whose frames stand in also names the type: a wrapper
             // without frames says less about the bug than what it wraps.
@@ -182,22 +200,29 @@ impl StackProfile {
             own
         };
         if let Some(loc) = f.context.get("location") {
-            let path = crate::group::split_location(loc).0;
+            let (path, rest) = crate::group::split_location(loc);
             let name = token_file(path);
             let name = name.as_ref();
             if !name.is_empty() && !frames.iter().any(|t| t.key.starts_with(name)) {
                 let in_app = !path.starts_with("/rustc/") && !path.contains("/.cargo/");
-                frames.insert(
-                    0,
-                    FrameToken {
-                        key: name.to_owned(),
-                        in_app,
-                    },
-                );
+                // The line too: one file panics at many lines, each its own
+                // bug, and a trace known only by its location has nothing else.
+                let key = match crate::group::location_line(rest) {
+                    Some(line) => format!("{name}:{line}"),
+                    None => name.to_owned(),
+                };
+                frames.insert(0, FrameToken { key, in_app });
             }
         }
         frames.truncate(MAX_PROFILE_FRAMES);
-        let message_words = normalize_message(crate::input::truncate_str(&f.message, 2048))
+        if f.language == Language::Java
+            && let Some((ty, rest)) = wrapped_exception(message)
+        {
+            exception_type = Some(ty);
+            message = rest;
+        }
+        let missing = crate::signature::missing_names(exception_type, message);
+        let message_words = normalize_message(crate::input::truncate_str(message, 2048))
             .split(|c: char| !c.is_alphanumeric() && c != '<' && c != '>' && c != '_')
             .filter(|w| !w.is_empty())
             .take(MAX_MESSAGE_WORDS)
@@ -207,8 +232,25 @@ impl StackProfile {
             frames,
             exception_type: exception_type.map(short_type),
             message_words,
+            missing,
         }
     }
+}
+
+/// A JVM wrapper's message that is its cause's `toString()`
+/// (`new RuntimeException(cause)`: `java.lang.IllegalAccessError: class …`):
+/// the wrapped type and message say which bug it is, the wrapper only how it
+/// travelled.
+fn wrapped_exception(message: &str) -> Option<(&str, &str)> {
+    static WRAPPED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^((?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception|Throwable))(?::\s*|$)",
+        )
+        .unwrap()
+    });
+    let c = WRAPPED.captures(message)?;
+    let ty = c.get(1)?.as_str();
+    Some((ty, &message[c.get(0)?.end()..]))
 }
 
 /// How many known traces contain each frame token: rare frames say more.
@@ -339,14 +381,18 @@ pub fn similarity(
         _ => true,
     };
     let message_score = jaccard(&a.message_words, &b.message_words);
-    if fa.is_empty() || fb.is_empty() {
-        return Similarity {
-            score: 0.0,
-            frame_score: 0.0,
-            message_score,
-            same_type,
-            matched: Vec::new(),
-        };
+    let apart = Similarity {
+        score: 0.0,
+        frame_score: 0.0,
+        message_score,
+        same_type,
+        matched: Vec::new(),
+    };
+    // Without a stack there is nothing to merge on beyond the exact key;
+    // two imports of different missing names are two bugs.
+    let other_names = !a.missing.is_empty() && !b.missing.is_empty() && a.missing != b.missing;
+    if fa.is_empty() || fb.is_empty() || other_names {
+        return apart;
     }
     let wa = weights(a, stats, cfg);
     let wb = weights(b, stats, cfg);
@@ -360,13 +406,31 @@ pub fn similarity(
         let (x, y) = (&fa[i].key, &fb[j].key);
         let factor = if x == y {
             1.0
-        } else if moved > 0.0 && token_function(x).is_some_and(|f| token_function(y) == Some(f)) {
+        } else if moved > 0.0
+            && !package_entry(x)
+            && !package_entry(y)
+            && token_function(x).is_some_and(|f| token_function(y) == Some(f))
+        {
             moved
         } else {
             return 0.0;
         };
         factor * (wa[i] * wb[j]).sqrt()
     };
+    // A failure raised in app code is a bug of that function: when either
+    // trace was raised in app code, two traces whose innermost app functions
+    // differ (the same framework frames above another integration's or
+    // provider's code) are different bugs. Raised in a library by both, the
+    // app frames are callers and only weigh.
+    let function = |t: &FrameToken| t.key.contains('|');
+    let raised_in_app = |f: &[FrameToken]| f.iter().find(|t| function(t)).is_some_and(|t| t.in_app);
+    let innermost_app = |f: &[FrameToken]| f.iter().position(|t| t.in_app && function(t));
+    if (raised_in_app(fa) || raised_in_app(fb))
+        && let (Some(i), Some(j)) = (innermost_app(fa), innermost_app(fb))
+        && worth(i, j) == 0.0
+    {
+        return apart;
+    }
     for i in 1..=n {
         for j in 1..=m {
             let mut best = dp[at(i - 1, j)].max(dp[at(i, j - 1)]);
@@ -776,9 +840,111 @@ mod tests {
             moved_function: 0.0,
             ..cfg.clone()
         };
+        // Without moved matches, the innermost app functions differ: apart.
         let apart = similarity(&a, &b, &stats, &strict);
-        assert_eq!(apart.matched.len(), 1);
+        assert_eq!((apart.score, apart.matched.len()), (0.0, 0));
         assert!(moved.score > apart.score && moved.score < 1.0);
+    }
+
+    #[test]
+    fn traces_raised_in_different_app_functions_or_missing_different_names_stay_apart() {
+        let stats = FrameStats::new();
+        let cfg = SimilarityConfig::default();
+        // The same framework frames above another integration's code.
+        let setup = |pkg: &str| {
+            StackProfile::from_failure(&failure(
+                "AttributeError",
+                "'HomeAssistant' object has no attribute 'helpers'",
+                vec![
+                    fr(
+                        "lib/homeassistant/setup.py",
+                        "_async_setup_component",
+                        false,
+                    ),
+                    fr("lib/python3.9/threading.py", "run", false),
+                    fr(
+                        &format!("custom_components/{pkg}/__init__.py"),
+                        "setup",
+                        true,
+                    ),
+                ],
+            ))
+        };
+        let s = similarity(&setup("heatermeter"), &setup("amberelectric"), &stats, &cfg);
+        assert_eq!(s.score, 0.0, "{s:?}");
+        assert_eq!(
+            similarity(&setup("heatermeter"), &setup("heatermeter"), &stats, &cfg).score,
+            1.0
+        );
+        // Raised in a library by both: the app callers only weigh.
+        let lib = |caller: &str| {
+            StackProfile::from_failure(&failure(
+                "RegexMatchError",
+                "get_throttling_function_name: could not find match for multiple",
+                vec![
+                    fr(caller, "main", true),
+                    fr("site-packages/pytube/__main__.py", "streams", false),
+                    fr("site-packages/pytube/__main__.py", "fmt_streams", false),
+                    fr("site-packages/pytube/extract.py", "apply_signature", false),
+                    fr(
+                        "site-packages/pytube/cipher.py",
+                        "get_throttling_plan",
+                        false,
+                    ),
+                    fr(
+                        "site-packages/pytube/cipher.py",
+                        "get_throttling_function_name",
+                        false,
+                    ),
+                ],
+            ))
+        };
+        assert!(similarity(&lib("app.py"), &lib("y2v.py"), &stats, &cfg).score >= cfg.threshold);
+        // Import errors of different names, on the same import chain.
+        let import = |msg: &str| {
+            StackProfile::from_failure(&failure(
+                "ImportError",
+                msg,
+                vec![
+                    fr("site-packages/flask/__init__.py", "<module>", false),
+                    fr("site-packages/jinja2/__init__.py", "<module>", false),
+                ],
+            ))
+        };
+        let a = import(
+            "cannot import name 'soft_unicode' from 'markupsafe' (/x/markupsafe/__init__.py)",
+        );
+        let b = import("cannot import name 'escape' from 'jinja2' (/x/jinja2/__init__.py)");
+        assert_eq!(a.missing, ["soft_unicode", "markupsafe"]);
+        assert_eq!(similarity(&a, &b, &stats, &cfg).score, 0.0);
+        assert_eq!(similarity(&a, &a, &stats, &cfg).score, 1.0);
+    }
+
+    #[test]
+    fn a_location_known_only_by_its_line_matches_that_line_only() {
+        let panic = |loc: &str| {
+            let mut f = failure(
+                "panic",
+                "called `Option::unwrap()` on a `None` value",
+                Vec::new(),
+            );
+            f.language = Language::Rust;
+            f.context.insert("location".into(), loc.into());
+            StackProfile::from_failure(&f)
+        };
+        let stats = FrameStats::new();
+        let cfg = SimilarityConfig::default();
+        let a = panic("zellij-server/src/panes/grid.rs:702:71");
+        assert_eq!(a.frames[0].key, "grid.rs:702");
+        let same = similarity(&a, &panic("src/panes/grid.rs:702:5"), &stats, &cfg);
+        assert!(same.score >= cfg.threshold, "{same:?}");
+        let other = similarity(
+            &a,
+            &panic("zellij-server/src/panes/grid.rs:1424:46"),
+            &stats,
+            &cfg,
+        );
+        assert_eq!(other.score, 0.0);
     }
 
     #[test]

@@ -251,9 +251,36 @@ fn a_rust_panic_with_and_without_a_backtrace_is_one_group() {
     assert_eq!(key_of(old), k);
     assert_eq!(key_of(backtrace), k);
     assert_eq!(key_of(full), k);
-    // Another message or another file is another group.
+    // Another message, another file or another line is another group.
     assert_ne!(key_of(&bare.replace("`None` value", "`Err` value: Io")), k);
     assert_ne!(key_of(&bare.replace("src/main.rs", "src/parse.rs")), k);
+    assert_ne!(key_of(&bare.replace("main.rs:14:38", "main.rs:31:38")), k);
+    assert!(k.0.ends_with(":14"), "{k}");
+}
+
+#[test]
+fn an_import_error_is_keyed_by_the_names_it_misses_whoever_imports_them() {
+    let trace = |app: &str, tail: &str| {
+        format!(
+            "Traceback (most recent call last):\n  File \"/srv/{app}/run.py\", line 1, in <module>\n    from {app} import create\n  File \"/srv/{app}/{app}/__init__.py\", line 2, in <module>\n    import flask\n  File \"/srv/venv/lib/python3.11/site-packages/flask/__init__.py\", line 5, in <module>\n    from jinja2 import escape\nImportError: cannot import name 'escape' from 'jinja2' {tail}\n"
+        )
+    };
+    let k = key_of(&trace(
+        "portal",
+        "(/srv/venv/lib/python3.11/site-packages/jinja2/__init__.py)",
+    ));
+    assert_eq!(key_of(&trace("demo", "(unknown location)")), k);
+    assert_eq!(key_of(&trace("demo", "")), k);
+    // Another missing name is another bug, on the very same import chain.
+    let other = trace("portal", "").replace("'escape' from 'jinja2'", "'Markup' from 'jinja2'");
+    assert_ne!(key_of(&other), k);
+    // A library-only stack whose message names a missing module attribute.
+    let attr = |name: &str| {
+        format!(
+            "Traceback (most recent call last):\n  File \"/usr/lib/python3.10/site-packages/pyreadline/py3k_compat.py\", line 8, in callable\n    return isinstance(x, collections.Callable)\nAttributeError: module 'collections' has no attribute '{name}'\n"
+        )
+    };
+    assert_ne!(key_of(&attr("Callable")), key_of(&attr("Mapping")));
 }
 
 #[test]

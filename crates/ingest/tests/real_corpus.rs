@@ -57,13 +57,17 @@ fn labels_are_consistent() {
 fn similar_merging_finds_more_duplicates_than_the_exact_key() {
     let c = real_corpus::load();
     let r = real_corpus::report(&c);
+    // Held-out (5-fold) numbers, docs/benchmarks/ingest.md: 0.961 / 0.938.
     assert!(
-        r.similar.overall.recall() >= 0.85
-            && r.similar.overall.recall() > r.exact.overall.recall() + 0.3,
-        "recall: similar {} exact {}",
+        r.similar.overall.recall() >= 0.9
+            && r.similar.overall.recall() > r.exact.overall.recall() + 0.3
+            && r.similar.overall.precision() >= 0.95,
+        "similar P {} R {}, exact R {}",
+        r.similar.overall.precision(),
         r.similar.overall.recall(),
         r.exact.overall.recall()
     );
+    assert_eq!(r.exact.overall.fp, 0, "the exact key merges no two bugs");
     // The merge's own decisions (pairs with different exact keys): pairs the
     // exact key files together are merged whatever the threshold.
     assert!(
@@ -72,7 +76,7 @@ fn similar_merging_finds_more_duplicates_than_the_exact_key() {
         r.merge_only.overall.precision()
     );
     assert!(
-        r.similar.near_kept * 100 >= r.similar.near_total * 80,
+        r.similar.near_kept * 100 >= r.similar.near_total * 94,
         "near misses kept apart: {} / {}",
         r.similar.near_kept,
         r.similar.near_total
@@ -144,5 +148,35 @@ fn print_mistakes() {
                 );
             }
         }
+    }
+}
+
+#[test]
+#[ignore = "diagnostic: prints the failure, exact key and profile of the files named in TRACELAB_CORPUS_FILES (comma-separated)"]
+fn print_profiles() {
+    let c = real_corpus::load();
+    let wanted = std::env::var("TRACELAB_CORPUS_FILES").unwrap_or_default();
+    for item in &c.items {
+        if !wanted
+            .split(',')
+            .any(|w| !w.is_empty() && item.file.contains(w))
+        {
+            continue;
+        }
+        let Some(f) = &item.failure else {
+            println!("{}: no failure", item.file);
+            continue;
+        };
+        let p = tracelab_ingest::similar::StackProfile::from_failure(f);
+        println!(
+            "{} [{}]\n  {:?}: {}\n  key {}\n  location {:?}\n  profile {}",
+            item.file,
+            item.group,
+            f.exception_type,
+            f.message.lines().next().unwrap_or(""),
+            f.group_key(),
+            f.context.get("location"),
+            serde_json::to_string(&p).unwrap()
+        );
     }
 }

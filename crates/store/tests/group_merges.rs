@@ -24,6 +24,7 @@ fn profile(frames: &[&str]) -> StackProfile {
             .collect(),
         exception_type: Some("KeyError".into()),
         message_words: vec!["email".into()],
+        missing: Vec::new(),
     }
 }
 

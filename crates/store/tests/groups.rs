@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::Arc;
+use tracelab_ingest::similar::SimilarityConfig;
 use tracelab_ingest::{GroupKey, GroupStore, InMemoryGroupStore};
 use tracelab_store::groups::conformance;
 use tracelab_store::{PgGroupStore, PgOptions, SqliteGroupStore};
@@ -33,6 +34,49 @@ async fn sqlite_file_group_store_conforms_and_persists() {
         before,
         "groups survive reopening"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_group_store_merges_similar_issues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteGroupStore::open(&dir.path().join("tracelab.db"))
+        .await
+        .unwrap()
+        .merging(SimilarityConfig::default());
+    conformance::merges(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_group_store_merges_similar_issues() {
+    let Some(url) = common::backend("TRACELAB_TEST_POSTGRES") else {
+        return;
+    };
+    let schema = common::unique_prefix("gms");
+    let options = PgOptions {
+        schema: Some(schema.clone()),
+        ..PgOptions::default()
+    };
+    let store = PgGroupStore::connect(&url, options)
+        .await
+        .expect("connect and migrate")
+        .merging(SimilarityConfig::default());
+    conformance::merges(&store).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .execute(store_pool(&url, &schema).await.pool())
+        .await
+        .expect("drop the test schema");
+}
+
+async fn store_pool(url: &str, schema: &str) -> tracelab_store::PgStore {
+    tracelab_store::PgStore::connect(
+        url,
+        PgOptions {
+            schema: Some(schema.to_owned()),
+            ..PgOptions::default()
+        },
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -92,53 +92,6 @@ pub fn naive(f: &Failure) -> String {
     )
 }
 
-/// A key change measured here, not shipped (the key is `group.rs`'s): the
-/// exact key, plus the panic's line for a Rust panic known only by its
-/// location, and the innermost three frames for a stack without in-app
-/// frames (whose key is otherwise its masked message alone).
-pub fn proposed(f: &Failure) -> String {
-    let key = exact(f);
-    if f.exception_type.as_deref() == Some("panic")
-        && f.frames.len() <= 1
-        && let Some(loc) = f.context.get("location")
-    {
-        // `path:line:col` or `path:line`: the line is the first number from
-        // the right when two follow the path, else the last.
-        let parts: Vec<&str> = loc.rsplit(':').take(2).collect();
-        let numeric = |p: &str| p.parse::<u32>().is_ok();
-        let line = match parts.as_slice() {
-            [col, line] if numeric(col) && numeric(line) => *line,
-            [line, ..] if numeric(line) => *line,
-            _ => "",
-        };
-        return format!("{key}:{line}");
-    }
-    if f.stack_signature.is_none() && !f.frames.is_empty() {
-        let inner: Vec<String> = f
-            .frames
-            .iter()
-            .rev()
-            .take(3)
-            .map(|fr| {
-                format!(
-                    "{}|{}",
-                    fr.file.as_deref().map(signature_path).unwrap_or(""),
-                    fr.function.as_deref().unwrap_or("")
-                )
-            })
-            .collect();
-        return format!("{key}:{}", inner.join(";"));
-    }
-    key
-}
-
-pub fn same_proposed(c: &Corpus, i: usize, j: usize) -> bool {
-    match (&c.items[i].failure, &c.items[j].failure) {
-        (Some(a), Some(b)) => proposed(a) == proposed(b),
-        _ => false,
-    }
-}
-
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Counts {
     pub tp: u64,
@@ -348,11 +301,6 @@ pub struct Report {
     pub similar: Evaluation,
     /// The merge's own decisions: the pairs whose exact keys differ.
     pub merge_only: Evaluation,
-    /// The key change [`proposed`] alone, and with the merge above it
-    /// (thresholds chosen the same way, per fold).
-    pub proposed: Evaluation,
-    pub proposed_merge: Evaluation,
-    pub proposed_thresholds: Vec<f64>,
     pub fold_thresholds: Vec<f64>,
     pub full_threshold: f64,
     /// The incremental index (corpus order, the shipped threshold): pairwise on its groups.
@@ -381,15 +329,6 @@ pub fn report(c: &Corpus) -> Report {
         p.score[i * n + j] >= fold_thresholds[fold(&c.items[i].group) as usize]
     });
     let full_threshold = choose_threshold(c, &p, None);
-    let same_p = |i: usize, j: usize| same_proposed(c, i, j);
-    let proposed_thresholds: Vec<f64> = (0..FOLDS)
-        .map(|f| choose_threshold_over(c, &p, Some(f), &same_p))
-        .collect();
-    let proposed_eval = evaluate(c, &same_p);
-    let proposed_merge = evaluate(c, &|i, j| {
-        let t = proposed_thresholds[fold(&c.items[i].group) as usize];
-        same_p(i, j) || p.score[i * n + j] >= t
-    });
     let mut index = GroupIndex::new(cfg);
     let mut group_of = vec![String::new(); n];
     for (i, item) in c.items.iter().enumerate() {
@@ -405,9 +344,6 @@ pub fn report(c: &Corpus) -> Report {
         naive: naive_eval,
         similar: similar_eval,
         merge_only,
-        proposed: proposed_eval,
-        proposed_merge,
-        proposed_thresholds,
         fold_thresholds,
         full_threshold,
         index: index_eval,

@@ -6,8 +6,10 @@
 //! neither lose a field nor change the model's meaning. Each check uses its
 //! own keys, so the suite can share one store; panics name the broken rule.
 
+use super::MergingGroupStore;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use tracelab_ingest::similar::{FrameToken, SimilarityConfig, StackProfile};
 use tracelab_ingest::{
     Decision, ErrorKind, FailureGroup, FailureKind, GroupKey, GroupQuery, GroupState, GroupStatus,
     GroupStore, Language, MAX_TRACKED, Observation, Occurrence, Policy, Reason, SkipReason,
@@ -500,4 +502,124 @@ async fn pages_follow_the_model(store: &dyn GroupStore, tag: &str) {
             "{q0:?}: pages walk every match once, in order"
         );
     }
+}
+
+/// Similar-issue merging, the same on every [`MergingGroupStore`]
+/// (configured with `merging(SimilarityConfig::default())`): a new exact key
+/// joins the most similar group with its reason (score, matched frames);
+/// later sightings follow the merge; undoing it sends the next sighting to
+/// a group of its own for good; a trace unlike any group keeps its key; a
+/// merged-into group keeps its profile however often it is written.
+pub async fn merges<S: MergingGroupStore + GroupStore>(store: &S) {
+    let tag = format!("{:x}", std::process::id());
+    let profile = |frames: &[&str]| StackProfile {
+        frames: frames
+            .iter()
+            .map(|k| FrameToken {
+                key: (*k).into(),
+                in_app: true,
+            })
+            .collect(),
+        exception_type: Some("KeyError".into()),
+        message_words: vec!["email".into()],
+        missing: Vec::new(),
+    };
+    // Innermost first: one bug reached from several entry points.
+    let checkout = |entry: &str| profile(&["orders.py|checkout", "api.py|handle", entry]);
+    let record = |key: String, at: i64, p: StackProfile| async move {
+        let occ = occurrence(&key, at, Some(&format!("c{at}")), Some("feature/x"));
+        store
+            .record_similar(&occ, Some(&p))
+            .await
+            .expect("record with a profile")
+    };
+    let a = GroupKey(format!("stack:{tag}:merge-a"));
+    let b = GroupKey(format!("stack:{tag}:merge-b"));
+    let (g, obs, merged) = record(a.0.clone(), 1_000, checkout("main.py|main")).await;
+    assert_eq!(
+        (&g.key, obs, merged),
+        (&a, Observation::New, None),
+        "first trace: its own group"
+    );
+
+    let (g, obs, merged) = record(b.0.clone(), 2_000, checkout("worker.py|run_job")).await;
+    assert_eq!(
+        (&g.key, &obs),
+        (&a, &Observation::Recurrence),
+        "the same bug from another entry point joins a"
+    );
+    let merged = merged.expect("merged by similarity, with its reason");
+    assert_eq!((&merged.exact_key, &merged.group_key), (&b, &a));
+    assert!(
+        merged.score >= SimilarityConfig::default().threshold,
+        "{merged:?}"
+    );
+    assert_eq!(
+        merged
+            .matched
+            .iter()
+            .map(|m| m.key.as_str())
+            .collect::<Vec<_>>(),
+        ["orders.py|checkout", "api.py|handle"],
+        "the matched frames are recorded"
+    );
+    assert_eq!(
+        store.merges(&a).await.unwrap(),
+        std::slice::from_ref(&merged)
+    );
+    assert!(
+        store.get(&b).await.unwrap().is_none(),
+        "a merged key has no group of its own"
+    );
+
+    let (g, _, again) = record(b.0.clone(), 3_000, checkout("worker.py|run_job")).await;
+    assert_eq!(
+        (&g.key, again),
+        (&a, None),
+        "later sightings follow the merge"
+    );
+    assert_eq!(stored(store, &a).await.count, 3);
+
+    // a was written twice since its profile was kept: still a candidate.
+    let d = GroupKey(format!("stack:{tag}:merge-d"));
+    let (g, _, merged_d) = record(d.0.clone(), 3_500, checkout("cron.py|tick")).await;
+    assert_eq!(g.key, a, "the group keeps its profile across writes");
+    assert_eq!(merged_d.map(|m| m.exact_key), Some(d));
+
+    assert!(
+        store.unmerge(&b, 4_000).await.unwrap(),
+        "a merge can be undone"
+    );
+    assert!(
+        !store.unmerge(&b, 4_100).await.unwrap(),
+        "nothing left to undo"
+    );
+    let (g, obs, merged) = record(b.0.clone(), 5_000, checkout("worker.py|run_job")).await;
+    assert_eq!(
+        (&g.key, obs, merged),
+        (&b, Observation::New, None),
+        "undone: its own group"
+    );
+    let (g, _, merged) = record(b.0.clone(), 6_000, checkout("worker.py|run_job")).await;
+    assert_eq!((&g.key, merged), (&b, None), "and never merged again");
+    let history = store.merges(&a).await.unwrap();
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(
+        history[0].undone_at,
+        Some(4_000),
+        "undone merges stay listed"
+    );
+
+    let c = GroupKey(format!("stack:{tag}:merge-c"));
+    let (g, obs, merged) = record(
+        c.0.clone(),
+        7_000,
+        profile(&["billing.py|refund", "cli.py|go"]),
+    )
+    .await;
+    assert_eq!(
+        (&g.key, obs, merged),
+        (&c, Observation::New, None),
+        "unlike any group: its own"
+    );
 }

@@ -7,12 +7,16 @@
 //! the exact key is then never merged by similarity again, so its next
 //! sighting opens a group of its own. Evidence rows keep their exact key
 //! (`evidence.exact_key`), so what a merge counted can be told apart.
+//!
+//! The rule ([`similar_group`]) is shared by both stores: PostgreSQL
+//! (`record_evidence`, [`MergingGroupStore::record_similar`]) and SQLite
+//! (`sqlite.rs`), so the one-machine store merges as the fleet's does.
 
 use super::postgres::{PgGroupStore, db_error};
 use serde::{Deserialize, Serialize};
 use sqlx::{Postgres, Row, Transaction};
-use tracelab_ingest::similar::{MatchedFrame, StackProfile, best_match};
-use tracelab_ingest::{Error, GroupKey, Language, Result};
+use tracelab_ingest::similar::{MatchedFrame, SimilarityConfig, StackProfile, best_match};
+use tracelab_ingest::{Error, FailureGroup, GroupKey, Language, Observation, Occurrence, Result};
 
 /// Groups a new trace is compared with, at most (the most recently seen).
 pub const MAX_CANDIDATES: i64 = 200;
@@ -42,11 +46,56 @@ pub(super) enum Route {
     MergedNow(MergeRecord),
 }
 
-fn json_error(e: serde_json::Error) -> Error {
+/// A group store that merges similar issues: the stores' one interface to
+/// similar-issue merging, checked on both by `conformance::merges`.
+#[async_trait::async_trait]
+pub trait MergingGroupStore: Send + Sync {
+    /// Counts `occ` in its group: the group of its exact key, the group an
+    /// earlier merge of that key chose, or — when the key has no group yet
+    /// and `profile` is like a known group's — that group, the merge
+    /// recorded (returned when made now). Without merging configured, or
+    /// without a profile, exactly [`GroupStore::record`](tracelab_ingest::GroupStore::record).
+    async fn record_similar(
+        &self,
+        occ: &Occurrence,
+        profile: Option<&StackProfile>,
+    ) -> Result<(FailureGroup, Observation, Option<MergeRecord>)>;
+    /// The merges into `group`, oldest first, undone ones included.
+    async fn merges(&self, group: &GroupKey) -> Result<Vec<MergeRecord>>;
+    /// Undoes the merge of `exact_key`: its next sighting opens a group of
+    /// its own, never merged by similarity again. False: nothing to undo.
+    async fn unmerge(&self, exact_key: &GroupKey, at: i64) -> Result<bool>;
+}
+
+/// The merge rule both stores apply to a new exact key: the best of the
+/// candidate groups' profiles (same language, most recently seen first,
+/// at most [`MAX_CANDIDATES`]) at the threshold or above.
+pub(super) fn similar_group(
+    exact: &GroupKey,
+    profile: &StackProfile,
+    candidates: &[(GroupKey, StackProfile)],
+    cfg: &SimilarityConfig,
+    now: i64,
+) -> Option<MergeRecord> {
+    if profile.frames.is_empty() {
+        return None;
+    }
+    let (group_key, s) = best_match(profile, candidates, cfg)?;
+    Some(MergeRecord {
+        exact_key: exact.clone(),
+        group_key,
+        score: s.score,
+        matched: s.matched,
+        merged_at: now,
+        undone_at: None,
+    })
+}
+
+pub(super) fn json_error(e: serde_json::Error) -> Error {
     Error::Internal(format!("unreadable merge or profile: {e}"))
 }
 
-fn language_name(l: Language) -> Result<String> {
+pub(super) fn language_name(l: Language) -> Result<String> {
     match serde_json::to_value(l).map_err(json_error)? {
         serde_json::Value::String(s) => Ok(s),
         other => Err(Error::Internal(format!("language as {other}"))),
@@ -84,7 +133,7 @@ impl PgGroupStore {
             .fetch_optional(&mut **tx)
             .await
             .map_err(db_error)?;
-        if known.is_some() || profile.frames.is_empty() {
+        if known.is_some() {
             return Ok(Route::Own);
         }
         let rows = sqlx::query(
@@ -101,16 +150,8 @@ impl PgGroupStore {
             let p: sqlx::types::Json<StackProfile> = row.get("profile");
             candidates.push((GroupKey(row.get("group_key")), p.0));
         }
-        let Some((group_key, s)) = best_match(profile, &candidates, cfg) else {
+        let Some(record) = similar_group(exact, profile, &candidates, cfg, now) else {
             return Ok(Route::Own);
-        };
-        let record = MergeRecord {
-            exact_key: exact.clone(),
-            group_key,
-            score: s.score,
-            matched: s.matched,
-            merged_at: now,
-            undone_at: None,
         };
         sqlx::query(
             "INSERT INTO group_merges (exact_key, group_key, score, nearest, matched, merged_at) \
@@ -183,5 +224,46 @@ impl PgGroupStore {
         .await
         .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
+    }
+}
+
+#[async_trait::async_trait]
+impl MergingGroupStore for PgGroupStore {
+    async fn record_similar(
+        &self,
+        occ: &Occurrence,
+        profile: Option<&StackProfile>,
+    ) -> Result<(FailureGroup, Observation, Option<MergeRecord>)> {
+        let mut tx = self.pool().begin().await.map_err(db_error)?;
+        let (target, merged) = match self
+            .route(&mut tx, &occ.key, occ.language, profile, occ.at)
+            .await?
+        {
+            Route::Own => (None, None),
+            Route::Merged(key) => (Some(key), None),
+            Route::MergedNow(record) => (Some(record.group_key.clone()), Some(record)),
+        };
+        let routed = Occurrence {
+            key: target.unwrap_or_else(|| occ.key.clone()),
+            ..occ.clone()
+        };
+        let (group, obs) = Self::observe_locked(&mut tx, &routed).await?;
+        if obs == Observation::New {
+            if let Some(p) = profile {
+                Self::keep_profile(&mut tx, &group.key, p).await?;
+            }
+        } else {
+            Self::save(&mut tx, &group).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok((group, obs, merged))
+    }
+
+    async fn merges(&self, group: &GroupKey) -> Result<Vec<MergeRecord>> {
+        PgGroupStore::merges(self, group).await
+    }
+
+    async fn unmerge(&self, exact_key: &GroupKey, at: i64) -> Result<bool> {
+        PgGroupStore::unmerge(self, exact_key, at).await
     }
 }

@@ -4,12 +4,19 @@
 //! (a deferred transaction that reads and then writes can fail with
 //! SQLITE_BUSY when another writer got in between), then reads the group,
 //! applies the model ([`FailureGroup::observe`]) and writes it back.
+//!
+//! With [`SqliteGroupStore::merging`], [`MergingGroupStore::record_similar`]
+//! merges a new exact key into the most similar known group by the
+//! PostgreSQL store's rule (`merges.rs`), recording the score and matched
+//! frames in `group_merges` (migration 0004), in the same transaction.
 
 use super::columns::{Columns, group_columns, language_name, page_rows, status_name};
+use super::merges::{MAX_CANDIDATES, MergeRecord, MergingGroupStore, json_error, similar_group};
 use crate::SqliteStore;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, SqlitePool, Transaction};
 use std::path::Path;
+use tracelab_ingest::similar::{MatchedFrame, SimilarityConfig, StackProfile};
 use tracelab_ingest::{
     Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupState, GroupStore, Observation,
     Occurrence, Reason, Result,
@@ -19,6 +26,8 @@ use tracelab_ingest::{
 #[derive(Debug, Clone)]
 pub struct SqliteGroupStore {
     pool: SqlitePool,
+    /// Similar-issue merging in `record_similar`; `None`: exact keys only.
+    similarity: Option<SimilarityConfig>,
 }
 
 fn db_error(e: sqlx::Error) -> Error {
@@ -85,7 +94,77 @@ impl SqliteGroupStore {
     pub fn new(store: &SqliteStore) -> Self {
         Self {
             pool: store.pool().clone(),
+            similarity: None,
         }
+    }
+
+    /// Merges new exact keys into similar groups in `record_similar`, with
+    /// `config`'s weights and threshold (as `PgGroupStore::merging`).
+    pub fn merging(mut self, config: SimilarityConfig) -> Self {
+        self.similarity = Some(config);
+        self
+    }
+
+    /// Where a sighting of `exact` is counted, and the merge made now if
+    /// any (the write lock is held).
+    async fn route(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        occ: &Occurrence,
+        profile: Option<&StackProfile>,
+    ) -> Result<(GroupKey, Option<MergeRecord>)> {
+        let own = (occ.key.clone(), None);
+        let earlier =
+            sqlx::query("SELECT group_key, undone_at FROM group_merges WHERE exact_key = ?")
+                .bind(&occ.key.0)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(db_error)?;
+        if let Some(row) = earlier {
+            let undone: Option<i64> = row.try_get("undone_at").map_err(db_error)?;
+            return Ok(match undone {
+                None => (GroupKey(row.try_get("group_key").map_err(db_error)?), None),
+                Some(_) => own,
+            });
+        }
+        let (Some(cfg), Some(profile)) = (&self.similarity, profile) else {
+            return Ok(own);
+        };
+        if Self::load(tx, &occ.key).await?.is_some() {
+            return Ok(own);
+        }
+        let rows = sqlx::query(
+            "SELECT group_key, profile FROM failure_groups WHERE profile IS NOT NULL \
+             AND language = ? ORDER BY last_seen DESC, group_key LIMIT ?",
+        )
+        .bind(language_name(occ.language)?)
+        .bind(MAX_CANDIDATES)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        let mut candidates = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let text: String = row.try_get("profile").map_err(db_error)?;
+            let p: StackProfile = serde_json::from_str(&text).map_err(json_error)?;
+            candidates.push((GroupKey(row.try_get("group_key").map_err(db_error)?), p));
+        }
+        let Some(record) = similar_group(&occ.key, profile, &candidates, cfg, occ.at) else {
+            return Ok(own);
+        };
+        let matched = serde_json::to_string(&record.matched).map_err(json_error)?;
+        sqlx::query(
+            "INSERT INTO group_merges (exact_key, group_key, score, nearest, matched, merged_at) \
+             VALUES (?1, ?2, ?3, ?2, ?4, ?5) ON CONFLICT (exact_key) DO NOTHING",
+        )
+        .bind(&record.exact_key.0)
+        .bind(&record.group_key.0)
+        .bind(record.score)
+        .bind(matched)
+        .bind(record.merged_at)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        Ok((record.group_key.clone(), Some(record)))
     }
 
     /// Opens (creating and migrating) the database file.
@@ -125,14 +204,23 @@ impl SqliteGroupStore {
         row.as_ref().map(from_row).transpose()
     }
 
-    /// Inserts or replaces the whole row (the write lock is held).
+    /// Inserts the row or updates the model's columns (the write lock is
+    /// held). An update, not a replace: a replace deletes the row first,
+    /// losing its profile and environment and breaking `group_merges`' reference.
     async fn save(tx: &mut Transaction<'_, Sqlite>, g: &FailureGroup) -> Result<()> {
         let c = Columns::from_group(g)?;
         let investigation = c.investigation.as_ref().map(|v| v.to_string());
         sqlx::query(concat!(
-            "INSERT OR REPLACE INTO failure_groups (",
+            "INSERT INTO failure_groups (",
             group_columns!(),
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (group_key) DO UPDATE SET title = excluded.title, kind = excluded.kind, \
+             language = excluded.language, first_seen = excluded.first_seen, \
+             last_seen = excluded.last_seen, count = excluded.count, commits = excluded.commits, \
+             branches = excluded.branches, test_ids = excluded.test_ids, status = excluded.status, \
+             resolved_at = excluded.resolved_at, resolved_commit = excluded.resolved_commit, \
+             regressions = excluded.regressions, investigation = excluded.investigation, \
+             version = excluded.version, repositories = excluded.repositories"
         ))
         .bind(&c.key)
         .bind(&c.title)
@@ -243,5 +331,82 @@ impl GroupStore for SqliteGroupStore {
         .await
         .map_err(db_error)?;
         Ok(q.page(rows.iter().map(from_row).collect::<Result<_>>()?))
+    }
+}
+
+#[async_trait::async_trait]
+impl MergingGroupStore for SqliteGroupStore {
+    async fn record_similar(
+        &self,
+        occ: &Occurrence,
+        profile: Option<&StackProfile>,
+    ) -> Result<(FailureGroup, Observation, Option<MergeRecord>)> {
+        let mut tx = self.begin().await?;
+        let (target, merged) = self.route(&mut tx, occ, profile).await?;
+        let routed = Occurrence {
+            key: target,
+            ..occ.clone()
+        };
+        let (g, obs) = match Self::load(&mut tx, &routed.key).await? {
+            Some(mut g) => {
+                let obs = g.observe(&routed);
+                (g, obs)
+            }
+            None => (FailureGroup::new(&routed), Observation::New),
+        };
+        Self::save(&mut tx, &g).await?;
+        if obs == Observation::New
+            && let Some(p) = profile
+        {
+            let text = serde_json::to_string(p).map_err(json_error)?;
+            sqlx::query(
+                "UPDATE failure_groups SET profile = ? WHERE group_key = ? AND profile IS NULL",
+            )
+            .bind(text)
+            .bind(&g.key.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok((g, obs, merged))
+    }
+
+    async fn merges(&self, group: &GroupKey) -> Result<Vec<MergeRecord>> {
+        let rows = sqlx::query(
+            "SELECT exact_key, group_key, score, matched, merged_at, undone_at FROM group_merges \
+             WHERE group_key = ? ORDER BY merged_at, exact_key",
+        )
+        .bind(&group.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|r| {
+                let matched: String = r.try_get("matched").map_err(db_error)?;
+                let matched: Vec<MatchedFrame> =
+                    serde_json::from_str(&matched).map_err(json_error)?;
+                Ok(MergeRecord {
+                    exact_key: GroupKey(r.try_get("exact_key").map_err(db_error)?),
+                    group_key: GroupKey(r.try_get("group_key").map_err(db_error)?),
+                    score: r.try_get("score").map_err(db_error)?,
+                    matched,
+                    merged_at: r.try_get("merged_at").map_err(db_error)?,
+                    undone_at: r.try_get("undone_at").map_err(db_error)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn unmerge(&self, exact_key: &GroupKey, at: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE group_merges SET undone_at = ? WHERE exact_key = ? AND undone_at IS NULL",
+        )
+        .bind(at)
+        .bind(&exact_key.0)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
     }
 }

@@ -8,8 +8,17 @@ use crate::parsers::python_runners::pytest_repr;
 use regex::Regex;
 use std::sync::LazyLock;
 
-static PY_FRAME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"^\s*File "([^"]*)", line (\d+)(?:, in (.+))?$"#).unwrap());
+/// A frame line. The function is one word (`main`, `<module>`): what
+/// follows it after spaces is the frame's source line, glued on when a page
+/// or terminal lost the line break (`in <module>    from .app import Flask`).
+static PY_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^\s*File "([^"]*)", line (\d+)(?:, in (\S+))?(?:\s.*)?$"#).unwrap()
+});
+/// Frames glued onto the end of the `Traceback` line or of a source line
+/// (`    from flask import Flask  File "…/flask/__init__.py", line 7, in <module>`).
+static PY_GLUED_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:^\s*|\s{2})File "([^"]*)", line (\d+)(?:, in (\S+))?"#).unwrap()
+});
 static PY_EXC: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?::\s?(.*))?$").unwrap());
 const PY_CONTEXT: &str = "During handling of the above exception, another exception occurred:";
@@ -119,16 +128,26 @@ pub(super) fn python(lines: &[&str], start: usize) -> Option<(Failure, usize)> {
 fn python_traceback(lines: &[&str], start: usize, prefix: &str) -> (Exc, usize) {
     let mut i = start + 1;
     let mut frames = Vec::new();
-    while i < lines.len() {
-        let l = strip(lines[i], prefix);
-        if let Some(c) = PY_FRAME.captures(l) {
+    let glued = |l: &str, frames: &mut Vec<Frame>| {
+        for c in PY_GLUED_FRAME.captures_iter(l) {
             frames.push(frame(
                 Some(&c[1]),
                 c.get(3).map(|m| m.as_str()),
                 c[2].parse().ok(),
             ));
+        }
+    };
+    if let Some((_, after)) = lines[start].split_once("Traceback (most recent call last):") {
+        glued(after, &mut frames);
+    }
+    while i < lines.len() {
+        let l = strip(lines[i], prefix);
+        if PY_FRAME.is_match(l) {
+            glued(l, &mut frames);
             i += 1;
         } else if l.starts_with(' ') || l.starts_with('\t') {
+            // A source line may carry the next frames glued on.
+            glued(l, &mut frames);
             // Source line, caret line, `[Previous line repeated N more times]`.
             i += 1;
         } else if unindented_source(lines, i, prefix) {
