@@ -97,26 +97,34 @@ fn placed(job: &Job, report: &JobReport, notes: &mut Vec<String>) -> Option<JobR
             job.id
         ));
     }
+    // The reporting step ran, so the steps before it passed — unless it
+    // runs after failures too: then they are left out, unobserved and
+    // blocking nothing, as is a step that may have been skipped or may have
+    // failed without stopping the job.
+    let after_failures = job.steps[at].gate.runs_after_failure();
     let steps = job
         .steps
         .iter()
         .enumerate()
-        .map(|(i, s)| {
+        .filter_map(|(i, s)| {
             if i == at {
-                return reported.clone();
+                return Some(reported.clone());
+            }
+            if i < at && (after_failures || s.gate.uncertain()) {
+                return None;
             }
             let status = if i < at && reported.status != StepStatus::Unreached {
                 StepStatus::Passed
             } else {
                 StepStatus::Unreached
             };
-            StepRun {
+            Some(StepRun {
                 name: s.name.clone(),
                 command: s.command.clone().unwrap_or_default(),
                 status,
                 failures: Vec::new(),
                 exhaustive: false,
-            }
+            })
         })
         .collect();
     Some(JobRun {
@@ -193,22 +201,38 @@ fn merge(into: &mut JobRun, other: JobRun) {
     }
 }
 
-/// The jobs a reporting job needs, directly or not, passed every step.
+/// The jobs a reporting job needs, directly or not, passed every step —
+/// unless the job that needs them runs after failures too, or the needed
+/// job may fail without stopping its dependants (`continue-on-error`).
+/// Such a job is in the run without steps: it blocks nothing, and nothing
+/// of it is observed.
 fn add_needed(workflow: &Workflow, jobs: &mut Vec<JobRun>) {
-    let mut pending: Vec<String> = jobs.iter().flat_map(|j| j.needs.clone()).collect();
-    while let Some(id) = pending.pop() {
+    let gate = |name: &str| workflow.jobs.iter().find(|j| j.id == name).map(|j| &j.gate);
+    let mut pending: Vec<(String, bool)> = jobs
+        .iter()
+        .flat_map(|j| {
+            let proves = gate(&j.name).is_some_and(|g| !g.runs_after_failure());
+            j.needs.iter().map(move |n| (n.clone(), proves))
+        })
+        .collect();
+    while let Some((id, proven)) = pending.pop() {
         if jobs.iter().any(|j| j.name == id) {
             continue;
         }
         let Some(job) = workflow.jobs.iter().find(|j| j.id == id) else {
             continue;
         };
-        pending.extend(job.needs.iter().cloned());
+        let passed = proven && !job.gate.continue_on_error;
+        if passed {
+            let proves = !job.gate.runs_after_failure();
+            pending.extend(job.needs.iter().map(|n| (n.clone(), proves)));
+        }
         jobs.push(JobRun {
             name: job.id.clone(),
             steps: job
                 .steps
                 .iter()
+                .filter(|s| passed && !s.gate.uncertain())
                 .map(|s| StepRun {
                     name: s.name.clone(),
                     command: s.command.clone().unwrap_or_default(),
@@ -217,7 +241,11 @@ fn add_needed(workflow: &Workflow, jobs: &mut Vec<JobRun>) {
                     exhaustive: false,
                 })
                 .collect(),
-            needs: job.needs.clone(),
+            needs: if passed {
+                job.needs.clone()
+            } else {
+                Vec::new()
+            },
         });
     }
 }
@@ -330,6 +358,84 @@ jobs:
         );
         assert!(!run.unwrap().jobs[0].steps[2].exhaustive);
         assert!(notes[0].contains("`deploy`"), "{notes:?}");
+    }
+
+    /// Steps that may have been skipped or may have failed without
+    /// stopping the job are not inferred to have passed, nor are the steps
+    /// before a step that runs after failures, nor the jobs a job that
+    /// runs after failures needs, nor a needed job that may fail.
+    #[test]
+    fn conditions_and_continue_on_error_leave_steps_and_jobs_unobserved() {
+        let w = workflow::parse(
+            "ci.yml",
+            r#"
+jobs:
+  build:
+    continue-on-error: true
+    steps:
+      - run: make
+  lint:
+    steps:
+      - run: make lint
+  test:
+    needs: [build, lint]
+    steps:
+      - run: make lint-extra
+        continue-on-error: true
+      - run: pip install -e .
+      - name: Unit
+        run: python3 -m pytest
+  flaky:
+    steps:
+      - run: pip install -e .
+      - name: Unit
+        if: always()
+        run: python3 -m pytest
+  summary:
+    needs: lint
+    if: always()
+    steps:
+      - run: python3 -m pytest tools
+"#,
+        )
+        .unwrap();
+        let (run, _) = observe(Some(&w), &[report("test", true, vec![])]);
+        let run = run.unwrap();
+        let test = run.jobs.iter().find(|j| j.name == "test").unwrap();
+        let names: Vec<&str> = test.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Run pip install -e .", "Unit"],
+            "lint-extra left out"
+        );
+        assert_eq!(statuses(&run, "test"), vec![Passed, Passed]);
+        let build = run.jobs.iter().find(|j| j.name == "build").unwrap();
+        assert!(
+            build.steps.is_empty(),
+            "a needed job that may fail is not inferred to have passed"
+        );
+        assert_eq!(statuses(&run, "lint"), vec![Passed]);
+        let (run, _) = observe(
+            Some(&w),
+            &[report("flaky", true, vec![failure(Some("t.T.test_a"))])],
+        );
+        assert_eq!(
+            statuses(&run.unwrap(), "flaky"),
+            vec![Failed],
+            "a step that runs after failures proves nothing before it"
+        );
+        let (run, _) = observe(Some(&w), &[report("summary", true, vec![])]);
+        let run = run.unwrap();
+        assert_eq!(statuses(&run, "summary"), vec![Passed]);
+        assert!(
+            run.jobs
+                .iter()
+                .find(|j| j.name == "lint")
+                .unwrap()
+                .steps
+                .is_empty(),
+            "a job that runs after failures proves nothing of its needs"
+        );
     }
 
     #[test]

@@ -6,6 +6,14 @@
 //! (`.gitlab-ci.yml`). A file that is not YAML, or not a workflow, is an
 //! error with a sentence saying why: the caller notes it and attributes
 //! nothing rather than guess.
+//!
+//! Conditions are kept for what they say about order, not evaluated: a
+//! step or job with an `if:` (GitLab `when:`) may have been skipped, one
+//! whose condition names `always()`, `failure()` or `cancelled()` (GitLab
+//! `when: always|on_failure`) may run after a failure, and one with
+//! `continue-on-error` (GitLab `allow_failure`) may have failed without
+//! stopping what follows ([`Gate`]). Matrices need nothing here: the
+//! legs of a job report under its key and their reports are merged.
 
 use saphyr::{LoadableYamlNode, Scalar, Yaml};
 
@@ -34,6 +42,8 @@ pub struct Job {
     pub needs: Vec<String>,
     /// In execution order.
     pub steps: Vec<Step>,
+    /// When the job runs (`if:`; GitLab `when:`).
+    pub gate: Gate,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +53,48 @@ pub struct Step {
     pub name: String,
     /// The shell command (`run:`, a GitLab `script:`), when the step runs one.
     pub command: Option<String>,
+    /// When the step runs (`if:`).
+    pub gate: Gate,
+}
+
+/// What a step's or job's condition and `continue-on-error` allow one to
+/// infer; the default is an unconditional step whose failure stops the job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gate {
+    /// The condition as written (`if:`, GitLab `when:`), when there is one.
+    pub condition: Option<String>,
+    /// `continue-on-error` (GitLab `allow_failure`) is set, or is an
+    /// expression that may be true: a failure here stops nothing.
+    pub continue_on_error: bool,
+}
+
+impl Gate {
+    /// It may run although something before it failed (GitHub's status
+    /// functions, GitLab's `when: always|on_failure`): that it ran proves
+    /// nothing about what came before.
+    pub fn runs_after_failure(&self) -> bool {
+        self.condition.as_deref().is_some_and(|c| {
+            ["always", "failure()", "cancelled()", "on_failure"]
+                .iter()
+                .any(|f| c.contains(f))
+        })
+    }
+
+    /// It may not have run, or may have failed without stopping anything:
+    /// a later report says nothing about its outcome.
+    pub fn uncertain(&self) -> bool {
+        self.condition.is_some() || self.continue_on_error
+    }
+}
+
+/// `continue-on-error: true`, or an expression (a matrix's
+/// `${{ matrix.experimental }}`) that may be true.
+fn may_continue(node: Option<&Yaml>) -> bool {
+    match node {
+        None => false,
+        Some(Yaml::Value(Scalar::Boolean(b))) => *b,
+        Some(n) => text(n).is_some_and(|t| t != "false"),
+    }
 }
 
 impl Workflow {
@@ -147,7 +199,15 @@ pub fn parse_github(text_: &str) -> Result<Workflow, String> {
                     })
                     .or_else(|| uses.as_ref().map(|u| format!("Run {u}")))
                     .unwrap_or_default();
-                steps.push(Step { name, command });
+                let gate = Gate {
+                    condition: get(step, "if").and_then(text),
+                    continue_on_error: may_continue(get(step, "continue-on-error")),
+                };
+                steps.push(Step {
+                    name,
+                    command,
+                    gate,
+                });
             }
         } else if get(job, "uses").is_none() {
             return Err(format!("job `{id}` has neither `steps:` nor `uses:`"));
@@ -159,6 +219,10 @@ pub fn parse_github(text_: &str) -> Result<Workflow, String> {
             needs: needs(get(job, "needs")).map_err(|e| format!("job `{id}`: {e}"))?,
             id,
             steps,
+            gate: Gate {
+                condition: get(job, "if").and_then(text),
+                continue_on_error: may_continue(get(job, "continue-on-error")),
+            },
         });
     }
     check_needs(&out)?;
@@ -225,12 +289,23 @@ pub fn parse_gitlab(text_: &str) -> Result<Workflow, String> {
             steps.push(Step {
                 name: "before_script".into(),
                 command: Some(lines(before).map_err(|e| format!("job `{id}`: {e}"))?),
+                gate: Gate::default(),
             });
         }
         steps.push(Step {
             name: "script".into(),
             command: Some(lines(script).map_err(|e| format!("job `{id}`: {e}"))?),
+            gate: Gate::default(),
         });
+        // `when: on_success` is the default; `rules:` may skip the job.
+        let condition = get(job, "when")
+            .and_then(text)
+            .filter(|w| w != "on_success")
+            .or_else(|| get(job, "rules").map(|_| "rules".to_string()));
+        let gate = Gate {
+            condition,
+            continue_on_error: may_continue(get(job, "allow_failure")),
+        };
         let explicit = get(job, "needs").is_some();
         jobs.push((
             stage_index,
@@ -239,6 +314,7 @@ pub fn parse_gitlab(text_: &str) -> Result<Workflow, String> {
                 needs: needs(get(job, "needs")).map_err(|e| format!("job `{id}`: {e}"))?,
                 id,
                 steps,
+                gate,
             },
             explicit,
         ));
@@ -441,6 +517,62 @@ release:
             let err = parse(path, text).unwrap_err();
             assert!(err.contains(why), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn conditions_and_continue_on_error_are_kept() {
+        let w = parse_github(
+            r#"
+jobs:
+  test:
+    continue-on-error: ${{ matrix.experimental }}
+    steps:
+      - run: make lint
+        continue-on-error: true
+      - run: make deploy-preview
+        if: github.event_name == 'pull_request'
+      - run: python3 -m pytest
+      - run: tracelab report --junit report.xml
+        if: always()
+  notify:
+    needs: test
+    if: failure()
+    steps:
+      - run: ./notify.sh
+"#,
+        )
+        .unwrap();
+        let test = w.job("test").unwrap();
+        assert!(test.gate.continue_on_error, "an expression may be true");
+        let gates: Vec<(bool, bool, bool)> = test
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.gate.uncertain(),
+                    s.gate.continue_on_error,
+                    s.gate.runs_after_failure(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            gates,
+            [
+                (true, true, false),
+                (true, false, false),
+                (false, false, false),
+                (true, false, true),
+            ]
+        );
+        assert!(w.job("notify").unwrap().gate.runs_after_failure());
+        let gitlab = parse(
+            ".gitlab-ci.yml",
+            "unit:\n  script: make test\n  allow_failure: true\ncleanup:\n  when: always\n  script: make clean\nlint:\n  when: on_success\n  script: make lint\n",
+        )
+        .unwrap();
+        assert!(gitlab.job("unit").unwrap().gate.continue_on_error);
+        assert!(gitlab.job("cleanup").unwrap().gate.runs_after_failure());
+        assert_eq!(gitlab.job("lint").unwrap().gate, Gate::default());
     }
 
     #[test]
