@@ -59,7 +59,7 @@ pub struct EngineConfig {
     pub isolation_runs: u32,
     pub allowlist: Allowlist,
     /// Fixes beyond revert when no culprit fix is verified (`--repair`).
-    pub repair: crate::repair::RepairMode,
+    pub repair: RepairMode,
     /// Wall time for screening repair candidates with the failing test.
     pub repair_screening_budget: Duration,
     /// Repair candidates generated at most (screening tries them best first).
@@ -75,7 +75,7 @@ pub struct EngineConfig {
     /// Tokens one reply may use at most.
     pub llm_max_reply_tokens: u32,
     /// Past repairs the experience agent may reuse; `None`: the agent is off.
-    pub experience: Option<Arc<crate::agents::experience::Experience>>,
+    pub experience: Option<Arc<Experience>>,
 }
 
 impl Default for EngineConfig {
@@ -105,7 +105,7 @@ impl Default for EngineConfig {
             ],
             isolation_runs: 3,
             allowlist: Allowlist::default(),
-            repair: crate::repair::RepairMode::default(),
+            repair: RepairMode::default(),
             repair_screening_budget: Duration::from_secs(60),
             repair_candidates: 300,
             chat_model: None,
@@ -152,4 +152,46 @@ impl EngineConfig {
         }
         self.sequential.validate()
     }
+}
+
+/// Where fixes beyond revert come from (`--repair`, the verifier's `repair.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RepairMode {
+    /// Only reverts of a culprit carry fixes.
+    Off,
+    /// Offline repair templates (no network, no model).
+    #[default]
+    Templates,
+    /// The LLM patch agent only (`EngineConfig::chat_model`).
+    Llm,
+    /// Templates first, then the LLM patch agent in the same hypothesis.
+    All,
+}
+
+impl RepairMode {
+    pub fn templates(self) -> bool {
+        matches!(self, RepairMode::Templates | RepairMode::All)
+    }
+
+    pub fn model(self) -> bool {
+        matches!(self, RepairMode::Llm | RepairMode::All)
+    }
+}
+
+/// The records an investigation may reuse, loaded by the caller (the
+/// one-machine store, the fleet's store) with the recurring flag set.
+#[derive(Debug, Clone, Default)]
+pub struct Experience {
+    pub records: Vec<tracelab_experience::ExperienceRecord>,
+    /// The CI workflow of the failure, when it comes from one; without it
+    /// an L1 record is of the same workflow when that workflow ran the
+    /// investigation's test command ([`tracelab_experience::retrieve::same_workflow`]).
+    pub workflow: Option<String>,
+    /// The key the records of this repository were mined under, for the
+    /// scope rules. `None`: the repository's path on this machine (what
+    /// one-machine mining records). The fleet gives the repository as it
+    /// admitted it (`Repositories::admit`: the URL, or the canonical local
+    /// path), since its checkouts are mirrors in each worker's own cache.
+    pub repository: Option<String>,
 }

@@ -3,14 +3,22 @@
 //! search's probes, the classification at the bad revision), and a place
 //! to write new judgements.
 
-use crate::agents::git_history::ProbeReport;
-use crate::agents::test_behaviour::Classification;
+use crate::classification::Classification;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracelab_domain::Result;
+use tracelab_domain::bisect::ProbeResult;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::journal::{JournaledProbe, ProbeJournal};
 use tracelab_domain::report::OracleMode;
+
+/// What probing one revision found: the search's judgement and the runs it took.
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeReport {
+    pub result: ProbeResult,
+    pub runs: u32,
+    pub passes: u32,
+}
 
 pub struct SearchJournal {
     id: InvestigationId,

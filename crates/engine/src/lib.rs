@@ -12,12 +12,14 @@
 //! (WAITING_FOR_REVIEW). Every transition is persisted as it happens.
 
 pub mod agents;
+pub mod classification;
 pub mod config;
 pub mod context;
 pub mod git;
 pub mod investigate;
 pub mod journal;
 pub mod oracle;
+pub mod overlay;
 pub mod phases;
 pub mod pool;
 pub mod probe;

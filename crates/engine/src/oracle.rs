@@ -4,7 +4,7 @@
 //! fix may change them or any other test file
 //! ([`tracelab_domain::oracle`] has the rules).
 
-use crate::agents::test_behaviour::Classification;
+use crate::classification::Classification;
 use crate::context::Context;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -13,13 +13,6 @@ use tracelab_domain::oracle::failing_test_files;
 use tracelab_domain::runner::Runner;
 use tracelab_domain::signature::FailureSignature;
 use tracelab_ingest::test_run::TestRun;
-
-/// Test files to lay over a probe's checkout: their content at `rev`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Overlay {
-    pub rev: String,
-    pub files: Vec<String>,
-}
 
 /// `output` with the workspace's worktree folders (`<root>/<slot>/`) taken
 /// out of its paths, so what it names are repository files whatever

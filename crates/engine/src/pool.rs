@@ -4,7 +4,7 @@
 //! new worktree or container.
 
 use crate::git::Worktree;
-use crate::oracle::Overlay;
+use crate::overlay::Overlay;
 use crate::workspace::Workspace;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! Running the test command and judging the result against the failure
 //! under investigation.
 
-use crate::oracle::Overlay;
+use crate::overlay::Overlay;
 use crate::pool::{Pool, PoolRun};
 use tracelab_domain::Result;
 use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step, trim_output};

@@ -39,30 +39,7 @@ use tracelab_repair::{Candidate, CulpritHunk, Target};
 
 mod llm;
 
-/// Where fixes beyond revert come from (`--repair`, the verifier's `repair.mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RepairMode {
-    /// Only reverts of a culprit carry fixes.
-    Off,
-    /// Offline repair templates (no network, no model).
-    #[default]
-    Templates,
-    /// The LLM patch agent only (`EngineConfig::chat_model`).
-    Llm,
-    /// Templates first, then the LLM patch agent in the same hypothesis.
-    All,
-}
-
-impl RepairMode {
-    pub fn templates(self) -> bool {
-        matches!(self, RepairMode::Templates | RepairMode::All)
-    }
-
-    pub fn model(self) -> bool {
-        matches!(self, RepairMode::Llm | RepairMode::All)
-    }
-}
+pub use crate::config::RepairMode;
 
 /// Test files that name the patched function, run beside the failing
 /// test's own files (more make the check slower, not much safer).

@@ -20,6 +20,7 @@ use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::runner;
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::{Error, Result};
+use tracelab_ingest::test_run::TestRun;
 
 /// One candidate fix for a culprit, in the order they are tried.
 #[derive(Debug, Clone, PartialEq)]
@@ -618,7 +619,8 @@ pub(crate) async fn run_contract(
         let before: BTreeSet<String> = baseline
             .map(|b| b.failing_tests.clone())
             .unwrap_or_default();
-        let after: BTreeSet<String> = runner::failing_tests(runner, &suite.run.result.output)
+        let after: BTreeSet<String> = TestRun::read(runner, &suite.run.result.output)
+            .failing_tests()
             .into_iter()
             .collect();
         if !after.is_empty() && after.is_subset(&before) {

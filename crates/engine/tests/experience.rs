@@ -5,7 +5,6 @@
 //! and applicability keep other repositories' and stale records out; no
 //! records, no agent.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_domain::hypothesis::{AgentKind, HypothesisStatus};
@@ -19,15 +18,12 @@ use tracelab_experience::{
 };
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_store::SqliteStore;
+use tracelab_testkit::git;
 use tracelab_testkit::scenarios::{self, Scenario};
 
 const SYSTEM_PATH: &str = "/usr/bin:/bin";
 const FIXED: &str =
     "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    tracelab_testkit::git(dir, args)
-}
 
 /// The trap's repository with a repair of `window` made on a branch of
 /// its first commit (the history a miner learns from), and the main line

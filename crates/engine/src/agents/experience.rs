@@ -24,28 +24,13 @@ use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisStatus};
 use tracelab_domain::oracle::is_test_path;
 use tracelab_domain::sequential::Behaviour;
 use tracelab_domain::{Error, Result};
+use tracelab_experience::Failure;
 use tracelab_experience::apply::{self, FileChange, Placement};
 use tracelab_experience::evidence::failures_from_output;
 use tracelab_experience::records::Level;
 use tracelab_experience::retrieve::{self, Retrieved, Target};
-use tracelab_experience::{ExperienceRecord, Failure};
 
-/// The records an investigation may reuse, loaded by the caller (the
-/// one-machine store, the fleet's store) with the recurring flag set.
-#[derive(Debug, Clone, Default)]
-pub struct Experience {
-    pub records: Vec<ExperienceRecord>,
-    /// The CI workflow of the failure, when it comes from one; without it
-    /// an L1 record is of the same workflow when that workflow ran the
-    /// investigation's test command ([`retrieve::same_workflow`]).
-    pub workflow: Option<String>,
-    /// The key the records of this repository were mined under, for the
-    /// scope rules. `None`: the repository's path on this machine (what
-    /// one-machine mining records). The fleet gives the repository as it
-    /// admitted it (`Repositories::admit`: the URL, or the canonical local
-    /// path), since its checkouts are mirrors in each worker's own cache.
-    pub repository: Option<String>,
-}
+pub use crate::config::Experience;
 
 /// Guidance notes (L2/L3) shown at most per investigation.
 const GUIDANCE: usize = 3;

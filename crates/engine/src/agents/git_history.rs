@@ -5,7 +5,7 @@
 
 use crate::context::Context;
 use crate::journal::SearchJournal;
-use crate::oracle::Overlay;
+use crate::overlay::Overlay;
 use crate::probe::{Judged, run_judged_overlaid};
 use futures::future::join_all;
 use std::collections::HashMap;
@@ -132,12 +132,7 @@ pub struct HistoryFinding {
     pub probes: HashMap<String, ProbeReport>,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct ProbeReport {
-    pub result: ProbeResult,
-    pub runs: u32,
-    pub passes: u32,
-}
+pub use crate::journal::ProbeReport;
 
 /// Probes one revision: bad on the first failure with the baseline signature,
 /// untestable on a different failure or a blocked run, good after enough passes.

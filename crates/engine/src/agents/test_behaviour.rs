@@ -4,14 +4,12 @@
 //! (timezone, locale, hash seed).
 
 use crate::context::Context;
-use crate::oracle::Overlay;
+use crate::overlay::Overlay;
 use crate::probe::{Judged, batch_experiment, judge, run_judged, run_judged_overlaid};
 use futures::future::join_all;
 use tracelab_domain::Result;
-use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step};
-use tracelab_domain::hypothesis::{
-    AgentKind, FlakyStats, Hypothesis, HypothesisKind, HypothesisStatus,
-};
+use tracelab_domain::experiment::{Outcome, RunCounts, Step};
+use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::HypothesisId;
 use tracelab_domain::runner;
 use tracelab_domain::sequential::{
@@ -20,67 +18,7 @@ use tracelab_domain::sequential::{
 };
 use tracelab_domain::signature::FailureSignature;
 
-/// What re-running at the bad revision established.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Classification {
-    pub decision: Decision,
-    pub counts: RunCounts,
-    /// The failure under investigation: the first failure seen.
-    pub baseline: Option<FailureSignature>,
-    /// Output of the first failing run (for failing-path analysis).
-    pub baseline_output: Option<String>,
-    /// The re-runs as one stored experiment.
-    pub experiment: Experiment,
-    /// Set when no run could be judged (every run blocked).
-    pub blocked: Option<String>,
-    /// Set when the re-runs stopped early because a culprit was found: the
-    /// failure failed every run so far, and a fix verified with enough clean
-    /// runs confirms it is deterministic (the embedded pipeline finishes the
-    /// re-runs when no fix does).
-    #[serde(default)]
-    pub fix_confirmation: Option<FixConfirmation>,
-}
-
-/// What a fix's verification must show to confirm a classification that
-/// stopped after a few failures (`tracelab_domain::sequential::passes_to_confirm`).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FixConfirmation {
-    /// Failures in a row at the bad revision, no pass among them.
-    pub failures: u32,
-    /// Clean runs of the regression test the fix needs.
-    pub passes: u32,
-    /// The most likely this evidence is under "the test is flaky and the fix
-    /// did nothing".
-    pub likelihood: f64,
-}
-
-impl FixConfirmation {
-    /// What the report says once a fix was verified with these runs.
-    pub fn confirmed_note(&self) -> String {
-        format!(
-            "deterministic, confirmed by the fix: the failure failed {f} of {f} runs at the bad revision and the fix's regression test had {n} clean runs (a clean run of the whole test command counts as one); \
-             were the failure flaky and the fix ineffective, that would happen with probability at most {l:.4}, so the re-runs stopped at {f} \
-             (not proven: that a failure the culprit made flaky at a high rate is not deterministic)",
-            f = self.failures,
-            n = self.passes,
-            l = self.likelihood
-        )
-    }
-}
-
-impl Classification {
-    pub fn flaky_stats(&self) -> FlakyStats {
-        FlakyStats::from_counts(self.counts, self.decision.confident)
-    }
-
-    /// Failure rate where the bug is present, for deciding how many passes make a revision good.
-    pub fn failure_rate(&self) -> f64 {
-        match self.decision.behaviour {
-            Behaviour::Deterministic => 1.0,
-            _ => self.counts.failure_rate(),
-        }
-    }
-}
+pub use crate::classification::{Classification, FixConfirmation};
 
 /// Re-runs the test at the bad revision, k at a time, until the sequential test decides.
 pub async fn classify(ctx: &Context) -> Result<Classification> {
