@@ -1,7 +1,9 @@
 //! What the engine needs to know about test runners: which runner a command
 //! uses, which tests failed in its output, and how to run one test alone.
 //!
-//! This is deliberately small; the ingest crate owns full report parsing.
+//! This is deliberately small; the ingest crate owns report parsing
+//! (`tracelab_ingest::test_run` reads a run's failing tests in the
+//! spelling [`isolate`] takes back).
 
 use regex::Regex;
 use std::sync::LazyLock;
@@ -77,6 +79,11 @@ static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*● 
 
 /// Identifiers of the failing tests named in the output, in order of appearance.
 /// Pytest collection errors appear as `ERROR path`.
+///
+/// Only `tracelab-experience`'s mining still reads with these patterns; the
+/// engine and the code index read failing tests through the evidence
+/// parsers (`tracelab_ingest::test_run::TestRun::failing_tests`), in the
+/// same spelling [`isolate`] takes.
 pub fn failing_tests(runner: Runner, output: &str) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
     let mut push = |id: String| {

@@ -1,6 +1,8 @@
 //! Failure signatures for comparing runs: *which* failure happened, without
 //! line numbers, addresses or timings, so the same failure matches across
 //! revisions and a different failure (an import error, another test) does not.
+//! The rule ([`FailureSignature::matches`]) is the domain's; the reading of
+//! a run's output is the evidence parsers' (`tracelab_ingest::test_run`).
 
 use crate::runner::{self, Runner};
 use regex::Regex;
@@ -28,7 +30,12 @@ static NOISE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 impl FailureSignature {
-    /// Extracts the signature of a failed run's output.
+    /// Extracts the signature of a failed run's output with patterns.
+    ///
+    /// Only `tracelab-experience`'s mining still reads with this; the
+    /// investigation builds its signatures from the evidence parsers
+    /// (`tracelab_ingest::test_run::TestRun::signature`), the one reader of
+    /// failure text (ARCHITECTURE.md).
     pub fn from_output(runner: Runner, output: &str) -> Self {
         let failing_tests = runner::failing_tests(runner, output).into_iter().collect();
         let mut error_types: BTreeSet<String> = ERROR_TYPE
@@ -111,7 +118,8 @@ impl FailureSignature {
 }
 
 /// Files named in a traceback or panic message, repository-relative where possible.
-/// Used to pick the culprit hunks that touch the failing path.
+/// Kept with [`frames_in_output`] for `tracelab-experience`'s mining; the
+/// engine reads frames through `tracelab_ingest::test_run`.
 pub fn files_in_output(output: &str) -> BTreeSet<String> {
     frames_in_output(output)
         .into_iter()
