@@ -23,7 +23,7 @@
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
+use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer, WebhookAttempt};
 use tracelab_domain::Result;
 #[cfg(feature = "server")]
 use tracelab_domain::audit::PullRequestLink;
@@ -342,6 +342,25 @@ impl DashboardSource for Source {
 
     async fn hand_off(&self, id: &str) -> Result<Option<HandOff>> {
         HandOffStore::hand_off(self.store.as_ref(), &InvestigationId(id.to_string())).await
+    }
+
+    /// The delivery log of this machine's webhooks and Jira comments.
+    async fn webhook_deliveries(&self, id: &str) -> Result<Vec<WebhookAttempt>> {
+        Ok(self
+            .store
+            .webhook_deliveries(id)
+            .await?
+            .into_iter()
+            .map(|d| WebhookAttempt {
+                event: d.event,
+                url: d.url,
+                attempt: d.attempt,
+                delivered: d.delivered,
+                http_status: d.http_status,
+                error: d.error,
+                at: d.at,
+            })
+            .collect())
     }
 
     fn opens_pull_requests(&self) -> bool {

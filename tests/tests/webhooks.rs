@@ -315,3 +315,157 @@ async fn a_jira_issue_is_investigated_and_its_decision_commented() {
     );
     assert!(!fleet.logs().contains(JIRA_TOKEN), "the token in a log");
 }
+
+/// `tracelab serve` (one machine, SQLite) sends the fleet's webhooks: the
+/// demo's `created` and `decided` (run by another process, found by the
+/// sweep) and the dashboard approval's `approved`, each once, signed and
+/// checked by testkit's fake receiver the way receivers are told to; the
+/// receiver's first answer is a 503, retried with the same delivery id;
+/// the attempts are on the investigation's page. No backend needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_sends_signed_webhooks_for_its_stages() {
+    use std::process::{Command, Stdio};
+    use tracelab_testkit::http_recorder::HttpRecorder;
+    let bin = tracelab_e2e::tracelab_binary();
+    let receiver = HttpRecorder::start(204).unwrap();
+    receiver.answer_next(503);
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("t.db").display().to_string();
+    let out = Command::new(&bin)
+        .args(["--db", &db, "-q", "demo", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = report["id"].as_str().unwrap().to_string();
+
+    let token = "serve-token-0123456789abcdef";
+    let mut child = Command::new(&bin)
+        .args(["--db", &db, "serve", "--listen", "127.0.0.1:0"])
+        .env("TRACELAB_TOKEN", token)
+        .env("TRACELAB_WEBHOOK_URLS", receiver.url("/hook"))
+        .env("TRACELAB_WEBHOOK_SECRET", SECRET)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _served = Kill(child);
+    let base = first
+        .trim()
+        .strip_suffix("/investigations")
+        .expect("the dashboard URL")
+        .to_string();
+
+    // Sign in, then approve through the form as a browser does.
+    tracelab_bus::install_crypto_provider();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = http
+        .get(format!("{base}/investigations?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let page = |http: &reqwest::Client| {
+        http.get(format!("{base}/investigations/{id}"))
+            .header("cookie", &cookie)
+            .send()
+    };
+    let detail = page(&http).await.unwrap().text().await.unwrap();
+    let csrf = detail
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the review form's CSRF token")
+        .to_string();
+    let r = http
+        .post(format!("{base}/investigations/{id}/approve"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&reason=looks+right"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "{}", r.text().await.unwrap_or_default());
+
+    // created, decided and approved arrive, each once, signed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let verified = loop {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let requests = receiver.requests();
+        let mut verified = Vec::new();
+        for r in &requests {
+            let signature = r.header("x-tracelab-signature").unwrap_or_default();
+            verify(SECRET.as_bytes(), signature, &r.body, now, REPLAY_WINDOW)
+                .unwrap_or_else(|why| panic!("{why}: {r:?}"));
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            verified.push((
+                r.header("x-tracelab-event").unwrap().to_string(),
+                r.header("x-tracelab-delivery").unwrap().to_string(),
+                r.status,
+                body,
+            ));
+        }
+        let delivered = verified.iter().filter(|v| v.2 == 204).count();
+        if delivered >= 3 {
+            break verified;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {delivered} delivered: {verified:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut delivered: Vec<&str> = verified
+        .iter()
+        .filter(|v| v.2 == 204)
+        .map(|v| v.0.as_str())
+        .collect();
+    delivered.sort();
+    assert_eq!(delivered, ["approved", "created", "decided"]);
+    let refused = &verified[0];
+    assert_eq!(refused.2, 503, "the scripted outage");
+    let retried = verified
+        .iter()
+        .find(|v| v.2 == 204 && v.0 == refused.0)
+        .unwrap();
+    assert_eq!(retried.1, refused.1, "the retry has the same delivery id");
+    assert_eq!(retried.3, refused.3, "and the same body");
+    let approved = verified.iter().find(|v| v.0 == "approved").unwrap();
+    assert_eq!(approved.3["investigation_id"], id.as_str());
+    assert_eq!(approved.3["data"]["state"], "APPROVED");
+    let audit = approved.3["data"]["audit"].to_string();
+    assert!(audit.contains("looks right"), "{audit}");
+    let decided = verified.iter().find(|v| v.0 == "decided").unwrap();
+    assert_eq!(decided.3["data"]["report"]["id"], id.as_str());
+
+    // The attempts are on the page.
+    let detail = page(&http).await.unwrap().text().await.unwrap();
+    assert!(detail.contains("Webhook deliveries"), "{detail}");
+}

@@ -27,6 +27,11 @@ pub(crate) trait Backend: Database {
     /// Appended to a `SELECT` that reads a row the transaction will change:
     /// ` FOR UPDATE`, or nothing where the database serialises writers.
     const LOCK_ROW: &'static str;
+    /// How a transaction that reads, then writes, begins. SQLite's
+    /// `BEGIN IMMEDIATE` takes the write lock first: a deferred one that
+    /// read a snapshot another writer (a dispatcher) has since changed
+    /// cannot upgrade and fails at once, without waiting.
+    const BEGIN_WRITE: &'static str = "BEGIN";
     /// The stored report as JSON text in a `SELECT` (PostgreSQL keeps it as
     /// JSONB in `report`, SQLite as text in `report_json`).
     const REPORT_TEXT: &'static str;

@@ -104,7 +104,7 @@ where
         notes: &[NewNotification],
     ) -> Result<InvestigationState> {
         let (to, action) = target(review);
-        let mut tx = pool.begin().await.map_err(DB::error)?;
+        let mut tx = pool.begin_with(DB::BEGIN_WRITE).await.map_err(DB::error)?;
         let (state, started_by) = Self::current(&mut tx, id).await?;
         if state != InvestigationState::WaitingForReview {
             return Err(not_reviewable(id, state));
@@ -166,7 +166,7 @@ where
         notes: &[NewNotification],
     ) -> Result<PullRequestLink> {
         let number = number_of(link)?;
-        let mut tx = pool.begin().await.map_err(DB::error)?;
+        let mut tx = pool.begin_with(DB::BEGIN_WRITE).await.map_err(DB::error)?;
         let (state, _) = Self::current(&mut tx, id).await?;
         if state != InvestigationState::Approved {
             return Err(not_approved(id, state));
@@ -216,7 +216,7 @@ where
         role: &str,
         error: &str,
     ) -> Result<()> {
-        let mut tx = pool.begin().await.map_err(DB::error)?;
+        let mut tx = pool.begin_with(DB::BEGIN_WRITE).await.map_err(DB::error)?;
         Self::current(&mut tx, id).await?;
         sqlx::query::<DB>(
             "UPDATE investigations SET pull_request_error = $1, updated_at = $2 WHERE id = $3",

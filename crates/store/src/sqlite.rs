@@ -220,6 +220,7 @@ impl InvestigationStore for SqliteStore {
 impl Backend for Sqlite {
     type Time = String;
     const LOCK_ROW: &'static str = "";
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const REPORT_TEXT: &'static str = "report_json";
     fn time(t: time::OffsetDateTime) -> String {
         rfc3339(t)
