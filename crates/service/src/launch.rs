@@ -21,7 +21,7 @@ pub struct Args {
     /// Environment variables `TRACELAB__FLEET__NATS_URL=…` work too.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Prints the effective settings as TOML-like JSON and exits.
+    /// Prints the effective settings as TOML-like JSON, secrets redacted, and exits.
     #[arg(long)]
     pub print_config: bool,
 }
@@ -58,9 +58,11 @@ where
     };
     protect_process(service);
     if args.print_config {
+        let mut shown = serde_json::to_value(&settings).unwrap_or_default();
+        redact(&mut shown);
         println!(
             "{}",
-            serde_json::to_string_pretty(&settings).unwrap_or_default()
+            serde_json::to_string_pretty(&shown).unwrap_or_default()
         );
         return ExitCode::SUCCESS;
     }
@@ -95,8 +97,90 @@ where
     })
 }
 
+/// What `--print-config` shows instead of a secret.
+pub const REDACTED: &str = "<redacted>";
+
+/// Replaces every secret in printed settings: a non-empty string under a
+/// key that names one (`token`, `secret`, `password`, `api_key`, or ending
+/// in `_token`, `_secret`, `_password`; not the `_file` that holds one, nor
+/// the header or query parameter that carries it), and the password in a
+/// URL's user info (`postgres://user:pw@host`). Settings are printed to be
+/// read and pasted, so they must not carry what they protect.
+pub fn redact(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    fn secret_key(key: &str) -> bool {
+        let k = key.to_ascii_lowercase();
+        ["token", "secret", "password", "api_key"].contains(&k.as_str())
+            || ["_token", "_secret", "_password", "_api_key"]
+                .iter()
+                .any(|s| k.ends_with(s))
+    }
+    fn url_password(s: &str) -> Option<String> {
+        let (scheme, rest) = s.split_once("://")?;
+        let (userinfo, host) = rest.split_once('@')?;
+        let (user, _) = userinfo.split_once(':')?;
+        (!host.contains('@')).then(|| format!("{scheme}://{user}:{REDACTED}@{host}"))
+    }
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                match v {
+                    Value::String(s) if secret_key(key) && !s.is_empty() => {
+                        *s = REDACTED.into();
+                    }
+                    Value::String(s) => {
+                        if let Some(masked) = url_password(s) {
+                            *s = masked;
+                        }
+                    }
+                    other => redact(other),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        Value::String(s) => {
+            if let Some(masked) = url_password(s) {
+                *s = masked;
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn printed_settings_carry_no_secret() {
+        let mut v = serde_json::json!({
+            "tokens": [{"name": "ci", "token": "tk-123", "role": "admin"}],
+            "webhooks": {"secret": "whsec", "secret_file": "/run/secrets/w", "urls": ["https://h"]},
+            "jira": {"token": "", "intake": {"secret": "s", "secret_header": "x-tracelab-secret", "secret_query": "secret"}},
+            "llm": {"api_key": "sk"},
+            "pull_requests": {"hosts": [{"github_token": "ghp"}]},
+            "fleet": {"postgres_url": "postgres://tl:pw@db:5432/tl", "nats_url": "nats://n:4222"},
+        });
+        super::redact(&mut v);
+        let r = super::REDACTED;
+        assert_eq!(v["tokens"][0]["token"], r);
+        assert_eq!(v["tokens"][0]["name"], "ci");
+        assert_eq!(v["webhooks"]["secret"], r);
+        assert_eq!(
+            v["webhooks"]["secret_file"], "/run/secrets/w",
+            "where, not what"
+        );
+        assert_eq!(v["jira"]["token"], "", "nothing set stays visible as such");
+        assert_eq!(v["jira"]["intake"]["secret"], r);
+        assert_eq!(v["jira"]["intake"]["secret_header"], "x-tracelab-secret");
+        assert_eq!(v["jira"]["intake"]["secret_query"], "secret");
+        assert_eq!(v["llm"]["api_key"], r);
+        assert_eq!(v["pull_requests"]["hosts"][0]["github_token"], r);
+        assert_eq!(
+            v["fleet"]["postgres_url"],
+            format!("postgres://tl:{r}@db:5432/tl")
+        );
+        assert_eq!(v["fleet"]["nats_url"], "nats://n:4222");
+    }
+
     #[test]
     fn a_protected_process_is_not_dumpable() {
         super::protect_process("test");
