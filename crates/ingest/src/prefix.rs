@@ -979,6 +979,75 @@ mod tests {
         assert_eq!(clean(&trace).shapes, [Shape::IsoTimestamp]);
     }
 
+    fn prefix() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(String::new()),
+            Just("2024-05-01T12:00:00.1234567Z ".to_owned()),
+            Just("2024-05-01T12:00:00.123456Z 00O ".to_owned()),
+            Just("[2024-05-01 12:00:00] ".to_owned()),
+            Just("12:00:00 ".to_owned()),
+            Just("[    7s] ".to_owned()),
+            Just("2016/03/11 13:08:48 [DEBUG] plugin-x: ".to_owned()),
+            Just("   12 | ".to_owned()),
+            Just("[job-1] ".to_owned()),
+            Just("[job-2] ".to_owned()),
+            Just("web_1  | ".to_owned()),
+            Just("> ".to_owned()),
+            Just("\x1b[31m".to_owned()),
+            Just("\x1b_bk;t=1714564800123\x07".to_owned()),
+            "[\\[\\]0-9:TZ. |>a-z\x1b\r-]{0,14}",
+        ]
+    }
+
+    fn body() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("Traceback (most recent call last):".to_owned()),
+            Just("  File \"/app/a.py\", line 3, in f".to_owned()),
+            Just("ValueError: x".to_owned()),
+            Just("panic: boom".to_owned()),
+            Just("goroutine 1 [running]:".to_owned()),
+            Just("\tat a.B.c(B.java:1)".to_owned()),
+            Just("thread 'main' panicked at src/main.rs:2:5:".to_owned()),
+            Just("##[group]Run pytest".to_owned()),
+            Just("::endgroup::".to_owned()),
+            Just("section_start:1715695205:step\r\x1b[0Kheader".to_owned()),
+            ".{0,40}",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, ..Default::default() })]
+
+        /// Any mix of prefixes, escapes, line ends and interleaved jobs:
+        /// no panic, linear work, every stream line mapped to an input line.
+        #[test]
+        fn any_prefixed_log_is_cleaned_in_linear_work(
+            lines in proptest::collection::vec((prefix(), body(), 0..3usize), 0..80),
+        ) {
+            let mut text = String::new();
+            for (p, b, end) in &lines {
+                text.push_str(p);
+                text.push_str(b);
+                text.push_str(["\n", "\r\n", "\r"][*end]);
+            }
+            // Linear in the input, plus detection's fixed cost: each layer
+            // tries every shape on at most 64 bytes of each sampled line.
+            let detection = (2 * SAMPLE_LINES * MAX_PREFIX * Shape::ALL.len() * (MAX_LAYERS + 1)) as u64;
+            let c = clean(&text);
+            proptest::prop_assert!(c.work <= 8 * text.len() as u64 + detection, "{} for {}", c.work, text.len());
+            let input_lines = text.split('\n').count();
+            for s in &c.streams {
+                proptest::prop_assert_eq!(s.lines.len(), s.text.split('\n').count());
+                proptest::prop_assert!(s.lines.iter().all(|&l| l >= 1 && l <= input_lines), "{:?}", s.lines);
+            }
+            // Cleaning what is clean removes no more prefixes.
+            let again = clean(&c.text);
+            proptest::prop_assert!(again.work <= 8 * c.text.len() as u64 + detection);
+        }
+    }
+
     #[test]
     fn a_hundred_megabytes_is_cleaned_in_linear_work() {
         let line = "2024-05-01T12:00:00.1234567Z [job-1] \x1b[32mok\x1b[0m step 12 of 99 done\r\n";

@@ -146,7 +146,8 @@ pub fn missing_names(exception_type: Option<&str>, message: &str) -> Vec<String>
     ) {
         return Vec::new();
     }
-    let first = message.lines().next().unwrap_or("").trim();
+    let first = message.lines().next().unwrap_or("");
+    let first = crate::input::truncate_str(first, 1024).trim();
     let Some(c) = MISSING_NAME.captures(first) else {
         return Vec::new();
     };

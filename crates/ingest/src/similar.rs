@@ -138,15 +138,23 @@ fn panic_machinery(function: &str) -> bool {
         .any(|p| function.starts_with(p))
 }
 
+/// Bytes of a token's file or function kept: a frame built from a hostile
+/// record (a 1 MB function name) costs no more to compare than a real one.
+const MAX_TOKEN_PART: usize = 256;
+
 fn token(f: &Frame) -> Option<FrameToken> {
+    let cap = |s: &str| crate::input::truncate_str(s, MAX_TOKEN_PART).to_owned();
     let file = f.file.as_deref().map(token_file).filter(|s| !s.is_empty());
+    let file = file.as_deref().map(cap);
     let file = file.as_deref();
     // An unsymbolised frame (`<unknown>` in a Rust backtrace of a stripped
     // binary) names nothing two traces could share.
     let function = f
         .function
         .as_deref()
-        .filter(|s| !s.is_empty() && *s != "<unknown>");
+        .filter(|s| !s.is_empty() && *s != "<unknown>")
+        .map(cap);
+    let function = function.as_deref();
     if function.is_some_and(panic_machinery) {
         return None;
     }
@@ -178,7 +186,13 @@ impl StackProfile {
     /// cause that has some. A Rust panic's location counts as its top frame
     /// when the backtrace does not already name that file.
     pub fn from_failure(f: &Failure) -> Self {
-        let own: Vec<FrameToken> = f.frames.iter().rev().filter_map(token).collect();
+        let own: Vec<FrameToken> = f
+            .frames
+            .iter()
+            .rev()
+            .filter_map(token)
+            .take(MAX_PROFILE_FRAMES)
+            .collect();
         let mut exception_type = f.exception_type.as_deref();
         let mut message = f.message.as_str();
         let mut frames = if own.is_empty() {
@@ -187,7 +201,13 @@ impl StackProfile {
             f.causes
                 .iter()
                 .map(|c| {
-                    let v: Vec<FrameToken> = c.frames.iter().rev().filter_map(token).collect();
+                    let v: Vec<FrameToken> = c
+                        .frames
+                        .iter()
+                        .rev()
+                        .filter_map(token)
+                        .take(MAX_PROFILE_FRAMES)
+                        .collect();
                     (c, v)
                 })
                 .find(|(_, v)| !v.is_empty())
@@ -221,7 +241,10 @@ impl StackProfile {
             exception_type = Some(ty);
             message = rest;
         }
-        let missing = crate::signature::missing_names(exception_type, message);
+        let missing = crate::signature::missing_names(
+            exception_type,
+            crate::input::truncate_str(message, 2048),
+        );
         let message_words = normalize_message(crate::input::truncate_str(message, 2048))
             .split(|c: char| !c.is_alphanumeric() && c != '<' && c != '>' && c != '_')
             .filter(|w| !w.is_empty())

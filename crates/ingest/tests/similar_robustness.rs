@@ -100,3 +100,88 @@ fn ten_thousand_frames_are_bounded() {
         started.elapsed()
     );
 }
+
+fn key_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![Just("k1".to_owned()), Just("k2".to_owned()), "[a-z]{1,3}"]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Inserting and undoing merges in any order never panics, never loses
+    /// or duplicates a member, and an undone key never stays merged.
+    #[test]
+    fn the_merge_and_its_undoing_keep_every_member(
+        ops in proptest::collection::vec(
+            (key_strategy(), proptest::collection::vec(frame(), 0..12), any::<bool>()),
+            0..40,
+        ),
+    ) {
+        let mut index = GroupIndex::new(SimilarityConfig::default());
+        let mut inserted = 0usize;
+        for (i, (key, frames, undo)) in ops.into_iter().enumerate() {
+            let key = tracelab_ingest::GroupKey(key);
+            if undo {
+                index.unmerge(&key);
+                for g in index.groups() {
+                    for m in &g.members {
+                        prop_assert!(m.key != key || g.id == key || m.merge.is_some() || g.members.iter().any(|o| o.key == g.id));
+                    }
+                }
+            } else {
+                let p = StackProfile::from_failure(&failure(frames, "KeyError", "'email'"));
+                let a = index.insert_profile(key.clone(), p, &format!("t{i}"));
+                prop_assert_eq!(&a.exact_key, &key);
+                inserted += 1;
+            }
+            let members: usize = index.groups().iter().map(|g| g.members.len()).sum();
+            prop_assert_eq!(members, inserted);
+            prop_assert!(index.groups().iter().all(|g| !g.members.is_empty()));
+        }
+    }
+}
+
+/// A 100 MB message and 1 MB frame names (a hostile log record, not a
+/// parsed trace: parsing caps lines) cost what a real trace costs: the
+/// profile reads at most 2 KB of the message and 256 bytes of a name.
+#[test]
+fn a_hundred_megabyte_failure_is_compared_in_bounded_time() {
+    let huge = "word ".repeat(20 * 1024 * 1024);
+    let name = "f".repeat(1 << 20);
+    let mut frames: Vec<Frame> = (0..10_000)
+        .map(|i| Frame {
+            file: Some(format!("app/m{}.py", i % 31)),
+            function: Some(format!("g{}", i % 17)),
+            line: Some(i),
+            in_app: true,
+        })
+        .collect();
+    frames.push(Frame {
+        file: Some(format!("/{name}/x.py")),
+        function: Some(name.clone()),
+        line: None,
+        in_app: true,
+    });
+    let big = failure(frames, "ImportError", &huge);
+    let started = Instant::now();
+    let p = StackProfile::from_failure(&big);
+    assert!(p.frames.len() <= tracelab_ingest::similar::MAX_PROFILE_FRAMES);
+    assert!(
+        p.frames.iter().all(|t| t.key.len() <= 600),
+        "a token is capped"
+    );
+    let mut index = GroupIndex::new(SimilarityConfig::default());
+    for i in 0..20 {
+        // Another exact key each time: every insert is compared by similarity.
+        let key = tracelab_ingest::GroupKey(format!("k{i}"));
+        index.insert_profile(key, StackProfile::from_failure(&big), &format!("t{i}"));
+    }
+    assert_eq!(index.groups().len(), 1, "identical profiles merge");
+    // Linear in the members compared, not in the input: seconds in a debug
+    // build on a busy machine, with a wide margin.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
