@@ -129,6 +129,10 @@ fn python_traceback(lines: &[&str], start: usize, prefix: &str) -> (Exc, usize) 
     let mut i = start + 1;
     let mut frames = Vec::new();
     let glued = |l: &str, frames: &mut Vec<Frame>| {
+        // Most source lines hold no frame: a substring search, not the regex.
+        if !l.contains("File \"") {
+            return;
+        }
         for c in PY_GLUED_FRAME.captures_iter(l) {
             frames.push(frame(
                 Some(&c[1]),
