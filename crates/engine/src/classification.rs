@@ -2,8 +2,10 @@
 //! test-behaviour agent decides it; the journal keeps it, the oracle and
 //! the verification read it). A module of its own, below the agents.
 
+use crate::probe::TestCommand;
 use tracelab_domain::experiment::{Experiment, RunCounts};
 use tracelab_domain::hypothesis::FlakyStats;
+use tracelab_domain::runner;
 use tracelab_domain::sequential::{Behaviour, Decision};
 use tracelab_domain::signature::FailureSignature;
 
@@ -58,6 +60,21 @@ impl FixConfirmation {
 impl Classification {
     pub fn flaky_stats(&self) -> FlakyStats {
         FlakyStats::from_counts(self.counts, self.decision.confident)
+    }
+
+    /// The isolated command for the first failing test, when the runner allows it
+    /// and it differs from the test command.
+    pub fn isolated_command(&self, test: &TestCommand) -> Option<Vec<String>> {
+        let baseline = self.baseline.as_ref()?;
+        // A failing test first; else an error (pytest's `ERROR path` of a file
+        // that does not collect), which `runner::isolate` narrows to its file.
+        let test_id = baseline
+            .failing_tests
+            .iter()
+            .find(|t| !t.starts_with("ERROR "))
+            .or_else(|| baseline.failing_tests.first())?;
+        let argv = runner::isolate(test.runner, &test.argv, test_id)?;
+        (argv != test.argv).then_some(argv)
     }
 
     /// Failure rate where the bug is present, for deciding how many passes make a revision good.

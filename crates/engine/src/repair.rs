@@ -11,7 +11,7 @@
 //! files that name the patched function, so an edit that only makes the one
 //! test pass and breaks its neighbours is rejected.
 
-use crate::agents::test_behaviour::Classification;
+use crate::classification::Classification;
 use crate::context::Context;
 use crate::git::Worktree;
 use crate::oracle;
@@ -778,10 +778,7 @@ async fn neighbour_command(
         return Ok(None);
     };
     argv.extend(files.iter().skip(1).cloned());
-    if argv == ctx.test.argv
-        || Some(argv.clone())
-            == crate::agents::test_behaviour::isolated_command(ctx, classification)
-    {
+    if argv == ctx.test.argv || Some(argv.clone()) == classification.isolated_command(&ctx.test) {
         return Ok(None);
     }
     let display = shell_words::join(&argv);

@@ -1,7 +1,7 @@
 //! Verification of fix hypotheses under the four-part contract, each in its
 //! own worktree on branch `ai-debug/{ISSUE_ID}-h{N}`.
 
-use crate::agents::test_behaviour::{Classification, isolated_command};
+use crate::classification::Classification;
 use crate::context::Context;
 use crate::git::Worktree;
 use crate::oracle;
@@ -478,7 +478,9 @@ pub(crate) fn regression_command(
     ctx: &Context,
     classification: &Classification,
 ) -> (String, CommandSpec) {
-    let argv = isolated_command(ctx, classification).unwrap_or_else(|| ctx.test.argv.clone());
+    let argv = classification
+        .isolated_command(&ctx.test)
+        .unwrap_or_else(|| ctx.test.argv.clone());
     (shell_words::join(&argv), ctx.spec(&argv, &[]))
 }
 

@@ -379,21 +379,6 @@ pub fn flaky_hypothesis(
     Some(h)
 }
 
-/// The isolated command for the first failing test, when the runner allows it
-/// and it differs from the test command.
-pub fn isolated_command(ctx: &Context, classification: &Classification) -> Option<Vec<String>> {
-    let baseline = classification.baseline.as_ref()?;
-    // A failing test first; else an error (pytest's `ERROR path` of a file
-    // that does not collect), which `runner::isolate` narrows to its file.
-    let test_id = baseline
-        .failing_tests
-        .iter()
-        .find(|t| !t.starts_with("ERROR "))
-        .or_else(|| baseline.failing_tests.first())?;
-    let argv = runner::isolate(ctx.test.runner, &ctx.test.argv, test_id)?;
-    (argv != ctx.test.argv).then_some(argv)
-}
-
 async fn repeat(
     ctx: &Context,
     argv: &[String],
@@ -424,7 +409,7 @@ impl Alone {
         if classification.decision.behaviour != Behaviour::Deterministic {
             return Ok(None);
         }
-        let Some(argv) = isolated_command(ctx, classification) else {
+        let Some(argv) = classification.isolated_command(&ctx.test) else {
             return Ok(None);
         };
         let baseline = classification.baseline.as_ref();

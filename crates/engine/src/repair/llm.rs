@@ -18,7 +18,7 @@
 //! since the engine may not depend on `tracelab-ingest`.
 
 use super::{Attempt, Prover, tail};
-use crate::agents::test_behaviour::Classification;
+use crate::classification::Classification;
 use crate::context::Context;
 use crate::verify::{exec_judged, regression_command, worktree_reset};
 use serde::Serialize;
