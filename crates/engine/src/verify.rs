@@ -161,7 +161,10 @@ async fn symbol_fix(
 
 /// The culprit's changes to the files of `text` (a reverse diff that did
 /// not apply), undone at the bad revision where the text the culprit wrote
-/// is found; `Err` says which file could not be placed.
+/// is found. A file where it is not found is left as it is at the bad
+/// revision and named in the notes (a CI file rewritten since cannot matter
+/// to a test run, and the contract judges what is reverted); `Err` says why
+/// no file could be placed.
 async fn line_fix(
     git: &crate::git::Git,
     culprit: &str,
@@ -171,13 +174,15 @@ async fn line_fix(
 ) -> Result<std::result::Result<Fix, String>> {
     let mut files = Vec::new();
     let mut notes = Vec::new();
+    let mut left = Vec::new();
     for f in patch::parse(text)? {
         let path = &f.new_path;
         let Some((before, at_culprit, current)) = three_versions(git, culprit, bad, &f).await?
         else {
-            return Ok(Err(format!(
-                "{path} was created, deleted or renamed, or is missing at a revision"
-            )));
+            left.push(format!(
+                "{path} (created, deleted or renamed, or missing at a revision)"
+            ));
+            continue;
         };
         match line_revert::revert_lines(&before, &at_culprit, &current) {
             Ok(r) => {
@@ -193,8 +198,17 @@ async fn line_fix(
                 }
                 files.push((path.clone(), r.content));
             }
-            Err(why) => return Ok(Err(format!("{path}: {why}"))),
+            Err(why) => left.push(format!("{path} ({why})")),
         }
+    }
+    if files.is_empty() {
+        return Ok(Err(left.join("; ")));
+    }
+    if !left.is_empty() {
+        notes.push(format!(
+            "not reverted, left as at the bad revision: {}",
+            left.join("; ")
+        ));
     }
     Ok(Ok(Fix::Lines { of, files, notes }))
 }

@@ -1139,3 +1139,67 @@ async fn re_runs_that_stopped_for_a_fix_that_fails_go_on_and_find_the_failure_fl
     let winner = report.winner.clone().expect("the flaky hypothesis");
     assert_eq!(winner.kind, HypothesisKind::Flaky, "{winner:?}");
 }
+
+#[tokio::test]
+async fn a_culprit_file_rewritten_since_is_left_out_of_its_revert_and_named() {
+    // The culprit changes a module constant and the CI workflow; a later
+    // commit rewrites the workflow, so the whole revert conflicts and the
+    // workflow's lines are nowhere to be found. The constant's line is
+    // reverted alone, the workflow is named as left as it is, and the
+    // contract verifies the result.
+    let mut repo = tracelab_testkit::FixtureRepo::new();
+    let app =
+        |offset: u32| format!("OFFSET = {offset}\n\n\ndef add(a, b):\n    return a + b + OFFSET\n");
+    let test_app = "from app import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n";
+    let ci = "name: ci\non: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n";
+    repo.commit(
+        "Adder",
+        &[
+            ("app.py", &app(0)),
+            ("test_app.py", test_app),
+            (".github/workflows/ci.yml", ci),
+        ],
+    );
+    let mut culprit = String::new();
+    for i in 1..8 {
+        if i == 3 {
+            let linted = format!("{ci}      - run: flake8\n");
+            culprit = repo.commit(
+                "Calibrate the adder; lint in CI",
+                &[("app.py", &app(1)), (".github/workflows/ci.yml", &linted)],
+            );
+        } else if i == 5 {
+            let rewritten = "name: checks\non: [push, pull_request]\njobs:\n  all:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: make check\n";
+            repo.commit("Rewrite CI", &[(".github/workflows/ci.yml", rewritten)]);
+        } else {
+            let notes = format!("release notes, entry {i}\n");
+            repo.commit(&format!("Update notes ({i})"), &[("NOTES.md", &notes)]);
+        }
+    }
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |c| {
+        c.repair = tracelab_engine::RepairMode::Off
+    })
+    .await;
+    let report = engine
+        .investigate(InvestigateRequest {
+            repo: repo.path().to_path_buf(),
+            test_command: "python3 -m pytest -q -p no:cacheprovider test_app.py".into(),
+            good: None,
+            bad: None,
+            issue_id: Some("T-1".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
+    assert_eq!(report.culprit.clone().unwrap().commit.commit, culprit);
+    let winner = report.winner.clone().expect("the partial revert wins");
+    assert_eq!(winner.status, HypothesisStatus::Verified);
+    assert_eq!(patched_files(&report), vec!["app.py".to_string()]);
+    assert!(
+        winner
+            .status_reason
+            .contains("not reverted, left as at the bad revision: .github/workflows/ci.yml"),
+        "{}",
+        winner.status_reason
+    );
+}
