@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracelab_domain::audit::Review;
 use tracelab_domain::ids::InvestigationId;
-use tracelab_domain::ports::{HandOffStore, InvestigationStore, SandboxProvider};
+use tracelab_domain::ports::{InvestigationStore, SandboxProvider};
 use tracelab_domain::state::{InvestigationState, Transition};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Progress};
 use tracelab_sandbox::{HardenedConfig, Isolation, LocalConfig, LocalSandboxProvider};
@@ -419,42 +419,49 @@ async fn investigations(
             output::write_report(&report, format, None)?;
         }
         InvestigationsCommand::Approve { id, reason } => {
-            decide(store.as_ref(), &id, InvestigationState::Approved, reason).await?
+            decide(&store, &id, InvestigationState::Approved, reason).await?
         }
         InvestigationsCommand::Reject { id, reason } => {
-            decide(store.as_ref(), &id, InvestigationState::Rejected, reason).await?
+            decide(&store, &id, InvestigationState::Rejected, reason).await?
         }
-        InvestigationsCommand::PullRequest(args) => pull_request(store.as_ref(), args).await?,
+        InvestigationsCommand::PullRequest(args) => pull_request(&store, args).await?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(feature = "server")]
 async fn pull_request(
-    store: &SqliteStore,
+    store: &Arc<SqliteStore>,
     args: crate::args::PullRequestArgs,
 ) -> anyhow::Result<()> {
-    crate::pull_request::run(store, &os_user(), args).await
+    let notes = stage_notifications(store, "pull_request_opened", &args.id).await?;
+    crate::pull_request::run(store, &os_user(), args, &notes).await
 }
 
 #[cfg(not(feature = "server"))]
 async fn pull_request(
-    _store: &SqliteStore,
+    _store: &Arc<SqliteStore>,
     _args: crate::args::PullRequestArgs,
 ) -> anyhow::Result<()> {
     Err(crate::built::without("server", "investigations pr"))
 }
 
 async fn decide(
-    store: &SqliteStore,
+    store: &Arc<SqliteStore>,
     id: &str,
     to: InvestigationState,
     reason: Option<String>,
 ) -> anyhow::Result<()> {
+    let kind = if to == InvestigationState::Approved {
+        "approved"
+    } else {
+        "rejected"
+    };
+    let notes = stage_notifications(store, kind, id).await?;
     let id = InvestigationId(id.to_string());
     let reviewer = os_user();
     store
-        .review(
+        .review_notifying(
             &id,
             &Review {
                 approve: to == InvestigationState::Approved,
@@ -463,8 +470,15 @@ async fn decide(
                 reason: reason.as_deref(),
                 forbid_self_approval: forbid_self_approval(),
             },
+            &notes,
         )
         .await?;
+    if !notes.is_empty() {
+        eprintln!(
+            "queued {} notification(s) of the {kind} stage; `tracelab serve` delivers them",
+            notes.len()
+        );
+    }
     let report = store.get(&id).await?;
     let branch = report.and_then(|r| r.winner).and_then(|w| w.branch);
     match (to, branch) {
@@ -517,4 +531,26 @@ async fn serve(
     _token: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     Err(crate::built::without("dashboard", "tracelab serve"))
+}
+
+/// The webhooks and Jira comments the environment configures for stage
+/// `kind` of investigation `id`, stored with the stage's own write; the
+/// dispatcher of `tracelab serve` delivers them.
+#[cfg(feature = "dashboard")]
+async fn stage_notifications(
+    store: &Arc<SqliteStore>,
+    kind: &str,
+    id: &str,
+) -> anyhow::Result<Vec<tracelab_store::notifications::NewNotification>> {
+    crate::serve::stage_notifications(store, kind, id).await
+}
+
+/// Without `tracelab serve` (the `dashboard` feature) nothing would deliver them.
+#[cfg(not(feature = "dashboard"))]
+async fn stage_notifications(
+    _store: &Arc<SqliteStore>,
+    _kind: &str,
+    _id: &str,
+) -> anyhow::Result<Vec<tracelab_store::notifications::NewNotification>> {
+    Ok(Vec::new())
 }

@@ -95,7 +95,13 @@ impl Target {
     }
 }
 
-pub async fn run(store: &SqliteStore, actor: &str, args: PullRequestArgs) -> anyhow::Result<()> {
+/// `notes`: the stage's webhooks and Jira comment, stored with the link.
+pub async fn run(
+    store: &SqliteStore,
+    actor: &str,
+    args: PullRequestArgs,
+    notes: &[tracelab_store::notifications::NewNotification],
+) -> anyhow::Result<()> {
     let target = Target::from_flags(
         args.github.as_deref(),
         args.gitlab.as_deref(),
@@ -105,7 +111,7 @@ pub async fn run(store: &SqliteStore, actor: &str, args: PullRequestArgs) -> any
     )?
     .context("name the code host: --github OWNER/REPO or --gitlab GROUP/PROJECT")?;
     let id = InvestigationId(args.id.clone());
-    match open_or_find(store, &id, actor, "local", &target, &[]).await {
+    match open_or_find(store, &id, actor, "local", &target, notes).await {
         Ok(pr) => print(&pr.url, pr.number, args.format),
         Err(e) if e.kind == ErrorKind::Conflict && e.message.contains("not APPROVED") => {
             Err(anyhow::anyhow!(

@@ -60,7 +60,7 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
-    let outgoing = outgoing(&store)?;
+    let outgoing = outgoing(&store, true)?;
     let background = outgoing.clone().map(|out| {
         let sweep = tokio::spawn(sweep(store.clone(), out.clone()));
         let dispatch = tokio::spawn(out.run(
@@ -106,8 +106,26 @@ fn env(name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The webhooks and Jira comments the environment configures, or `None`.
-fn outgoing(store: &Arc<SqliteStore>) -> anyhow::Result<Option<Arc<Outgoing>>> {
+/// The stage `kind` (`approved`, `rejected`) of investigation `id` as the
+/// notification rows the environment configures, to store with the stage's
+/// own write: `tracelab investigations approve|reject` queue them in this
+/// machine's store, and `tracelab serve` delivers them (also when it starts
+/// after the approval).
+pub(crate) async fn stage_notifications(
+    store: &Arc<SqliteStore>,
+    kind: &str,
+    id: &str,
+) -> anyhow::Result<Vec<NewNotification>> {
+    let Some(out) = outgoing(store, false)? else {
+        return Ok(Vec::new());
+    };
+    let issue = out.issue_of(id).await?;
+    Ok(out.plan(kind, id, issue.as_deref()))
+}
+
+/// The webhooks and Jira comments the environment configures, or `None`;
+/// `announce` says so on stderr.
+fn outgoing(store: &Arc<SqliteStore>, announce: bool) -> anyhow::Result<Option<Arc<Outgoing>>> {
     let webhooks = WebhookSettings {
         urls: env("TRACELAB_WEBHOOK_URLS")
             .map(|v| {
@@ -140,7 +158,7 @@ fn outgoing(store: &Arc<SqliteStore>) -> anyhow::Result<Option<Arc<Outgoing>>> {
         tracelab_notify::jira::client::Client::new(&jira)?,
         &jira,
     );
-    if outgoing.is_some() {
+    if announce && outgoing.is_some() {
         eprintln!(
             "sending webhooks to {} URL(s){}",
             webhooks.urls.len(),

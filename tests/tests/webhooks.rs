@@ -469,3 +469,100 @@ async fn serve_sends_signed_webhooks_for_its_stages() {
     let detail = page(&http).await.unwrap().text().await.unwrap();
     assert!(detail.contains("Webhook deliveries"), "{detail}");
 }
+
+#[tokio::test]
+async fn an_approval_on_the_command_line_is_queued_and_serve_delivers_it() {
+    // `tracelab investigations approve` with webhooks configured stores the
+    // approved notification with the approval itself; `tracelab serve`,
+    // started afterwards, delivers it, signed.
+    use std::process::{Command, Stdio};
+    use tracelab_testkit::http_recorder::HttpRecorder;
+    let bin = tracelab_e2e::tracelab_binary();
+    let receiver = HttpRecorder::start(204).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("t.db").display().to_string();
+    let out = Command::new(&bin)
+        .args(["--db", &db, "-q", "demo", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = report["id"].as_str().unwrap().to_string();
+    let hook = receiver.url("/hook");
+    let approve = Command::new(&bin)
+        .args([
+            "--db",
+            &db,
+            "investigations",
+            "approve",
+            &id,
+            "--reason",
+            "from the shell",
+        ])
+        .env("TRACELAB_WEBHOOK_URLS", &hook)
+        .env("TRACELAB_WEBHOOK_SECRET", SECRET)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&approve.stderr).to_string();
+    assert!(approve.status.success(), "{said}");
+    assert!(
+        said.contains("queued 1 notification(s) of the approved stage"),
+        "{said}"
+    );
+    assert!(
+        receiver.requests().is_empty(),
+        "nothing is sent by the CLI itself"
+    );
+
+    let mut child = Command::new(&bin)
+        .args(["--db", &db, "serve", "--listen", "127.0.0.1:0"])
+        .env("TRACELAB_TOKEN", "serve-token-0123456789abcdef")
+        .env("TRACELAB_WEBHOOK_URLS", &hook)
+        .env("TRACELAB_WEBHOOK_SECRET", SECRET)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let approved = loop {
+        let found = receiver
+            .requests()
+            .into_iter()
+            .find(|r| r.status == 204 && r.header("x-tracelab-event") == Some("approved"));
+        if let Some(r) = found {
+            break r;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no approved webhook: {:?}", receiver.requests());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let signature = approved.header("x-tracelab-signature").unwrap_or_default();
+    verify(
+        SECRET.as_bytes(),
+        signature,
+        &approved.body,
+        now,
+        REPLAY_WINDOW,
+    )
+    .unwrap_or_else(|why| panic!("{why}"));
+    let body: Value = serde_json::from_slice(&approved.body).unwrap();
+    assert_eq!(body["investigation_id"], id.as_str());
+    assert_eq!(body["data"]["state"], "APPROVED");
+    assert!(body["data"]["audit"].to_string().contains("from the shell"));
+}
