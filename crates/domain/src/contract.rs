@@ -29,6 +29,16 @@ fn judgement(status: HypothesisStatus, reason: impl Into<String>) -> Judgement {
     }
 }
 
+/// Whether `e` is a run of part 4 that is also a clean run of the regression
+/// test: the whole test command passed outright (exit code 0), not only with
+/// failures that already happened before the fix.
+pub fn is_clean_suite_run(e: &Experiment) -> bool {
+    e.step == Step::ExistingTests
+        && e.outcome == Outcome::Pass
+        && e.exit_code == Some(0)
+        && e.counts.is_none()
+}
+
 /// Judges a hypothesis that carries a fix from its experiments.
 /// `required_passes_after` is how many clean runs after the fix a flaky failure needs.
 pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judgement {
@@ -112,10 +122,7 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
             "after the fix the regression test fails for another reason",
         );
     }
-    let within_existing = u32::from(
-        find(Step::ExistingTests)
-            .any(|e| e.outcome == Outcome::Pass && e.exit_code == Some(0) && e.counts.is_none()),
-    );
+    let within_existing = u32::from(experiments.iter().any(is_clean_suite_run));
     if after.passes() + within_existing < required_passes_after {
         return judgement(
             Inconclusive,

@@ -9,7 +9,7 @@ use crate::pool::PoolRun;
 use crate::probe::{Judged, batch_experiment, judge};
 use std::collections::BTreeSet;
 use tracelab_code_index::symbol_revert::{FileVersions, changed_symbols, restore_symbols};
-use tracelab_domain::contract::judge_fix;
+use tracelab_domain::contract::{self, judge_fix};
 use tracelab_domain::experiment::{Experiment, Outcome, Step};
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, hypothesis_branch};
@@ -606,7 +606,31 @@ pub(crate) async fn run_contract(
     // 4. The relevant existing tests pass after the fix: the whole test command,
     // allowing failures that already happened at the bad revision.
     let suite = exec_judged(sandbox, &ctx.test_spec(), runner, baseline).await?;
-    let suite_clean = suite.outcome == Outcome::Pass && suite.run.result.exit_code == Some(0);
+    let mut existing = crate::probe::experiment(
+        Step::ExistingTests,
+        &ctx.test.display(),
+        &fixed,
+        &suite,
+        keep,
+    );
+    if suite.outcome == Outcome::FailedDifferently {
+        let before: BTreeSet<String> = baseline
+            .map(|b| b.failing_tests.clone())
+            .unwrap_or_default();
+        let remaining: BTreeSet<String> = TestRun::read(runner, &suite.run.result.output)
+            .failing_tests()
+            .into_iter()
+            .collect();
+        if !remaining.is_empty() && remaining.is_subset(&before) {
+            existing.outcome = Outcome::Pass;
+            existing.note = Some(format!(
+                "only failures that already happened before the fix remain: {}",
+                remaining.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+
+    let suite_clean = contract::is_clean_suite_run(&existing);
     let passes = after.iter().filter(|r| r.outcome == Outcome::Pass).count() as u32;
     let short = plan
         .passes_needed
@@ -624,29 +648,6 @@ pub(crate) async fn run_contract(
         keep,
         None,
     ));
-    let mut existing = crate::probe::experiment(
-        Step::ExistingTests,
-        &ctx.test.display(),
-        &fixed,
-        &suite,
-        keep,
-    );
-    if suite.outcome == Outcome::FailedDifferently {
-        let before: BTreeSet<String> = baseline
-            .map(|b| b.failing_tests.clone())
-            .unwrap_or_default();
-        let after: BTreeSet<String> = TestRun::read(runner, &suite.run.result.output)
-            .failing_tests()
-            .into_iter()
-            .collect();
-        if !after.is_empty() && after.is_subset(&before) {
-            existing.outcome = Outcome::Pass;
-            existing.note = Some(format!(
-                "only failures that already happened before the fix remain: {}",
-                after.into_iter().collect::<Vec<_>>().join(", ")
-            ));
-        }
-    }
     experiments.push(existing);
     Ok((experiments, Some(patch_text)))
 }
