@@ -18,6 +18,8 @@
 //! (an L1 record's hunks re-applied to a file).
 
 pub mod apply;
+pub mod branch;
+pub mod ci_history;
 pub mod ci_reports;
 pub mod development;
 pub mod endpoint;
