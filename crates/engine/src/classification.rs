@@ -34,8 +34,13 @@ pub struct Classification {
 /// stopped after a few failures (`tracelab_domain::sequential::passes_to_confirm`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FixConfirmation {
-    /// Failures in a row at the bad revision, no pass among them.
+    /// Failures in a row, no pass among them: at the bad revision, and
+    /// `probe_failures` of them at revisions the search probed after the
+    /// culprit.
     pub failures: u32,
+    /// The search's failing probes after the culprit among `failures`.
+    #[serde(default)]
+    pub probe_failures: u32,
     /// Clean runs of the regression test the fix needs.
     pub passes: u32,
     /// The most likely this evidence is under "the test is flaky and the fix
@@ -44,13 +49,27 @@ pub struct FixConfirmation {
 }
 
 impl FixConfirmation {
+    /// "4 failures in a row" or "4 failures in a row (2 at bad, 2 at
+    /// revisions the search probed after the culprit)".
+    pub fn failures_in_a_row(&self) -> String {
+        if self.probe_failures == 0 {
+            return format!("{} failures in a row", self.failures);
+        }
+        format!(
+            "{} failures in a row ({} at the bad revision, {} at revisions the search probed after the culprit)",
+            self.failures,
+            self.failures - self.probe_failures,
+            self.probe_failures
+        )
+    }
+
     /// What the report says once a fix was verified with these runs.
     pub fn confirmed_note(&self) -> String {
         format!(
-            "deterministic, confirmed by the fix: the failure failed {f} of {f} runs at the bad revision and the fix's regression test had {n} clean runs (a clean run of the whole test command counts as one); \
-             were the failure flaky and the fix ineffective, that would happen with probability at most {l:.4}, so the re-runs stopped at {f} \
+            "deterministic, confirmed by the fix: {f} of the failure, then {n} clean runs of the fix's regression test (a clean run of the whole test command counts as one); \
+             were the failure flaky and the fix ineffective, that would happen with probability at most {l:.4}, so the re-runs stopped there \
              (not proven: that a failure the culprit made flaky at a high rate is not deterministic)",
-            f = self.failures,
+            f = self.failures_in_a_row(),
             n = self.passes,
             l = self.likelihood
         )

@@ -217,8 +217,8 @@ async fn pipeline(
             classification.fix_confirmation = None;
             report_behaviour(ctx, &classification);
             proposal.notes.push(format!(
-                "the re-runs at bad stopped at {} failures in a row for the culprit's fix, which was not verified; they were finished ({} of {} runs failed)",
-                confirmation.failures, classification.counts.failures, classification.counts.runs
+                "the re-runs at bad stopped at {} for the culprit's fix, which was not verified; they were finished ({} of {} runs failed)",
+                confirmation.failures_in_a_row(), classification.counts.failures, classification.counts.runs
             ));
             if classification.decision.behaviour != Behaviour::Deterministic {
                 // The search and the behaviour checks assumed a deterministic

@@ -5,7 +5,7 @@
 
 use crate::agents::code_path;
 use crate::agents::git_history::{self, FlakeModel, HistoryFinding};
-use crate::agents::test_behaviour::{self, Classification, Reproducer};
+use crate::agents::test_behaviour::{self, Classification, Reproducer, SearchEnded};
 use crate::context::Context;
 use crate::oracle;
 use crate::overlay::Overlay;
@@ -203,16 +203,13 @@ async fn classify_with_early_search(
         .first_failure()
         .map(|(b, o)| (b.clone(), o.to_string()))
         .ok_or_else(|| Error::internal("a started reproduction has seen its failure"))?;
-    let culprit_found = std::sync::OnceLock::new();
+    let search_ended = std::sync::OnceLock::new();
     // The search is polled first, so it holds precedence before the re-runs
     // ask for a slot. Whether it named a culprit is known before its
     // precedence ends, so the re-runs see it at their next turn.
     let early = async {
         let finding = early_search(ctx, baseline, &output, good).await;
-        let named = finding
-            .as_ref()
-            .is_some_and(|f| f.culprit.is_some() && !f.summary.culprit_changes_only_tests);
-        let _ = culprit_found.set(named);
+        let _ = search_ended.set(search_ended_with(ctx, finding.as_ref()));
         finding
     };
     // The code index is CPU work: beside the search it slows the probes on
@@ -230,7 +227,7 @@ async fn classify_with_early_search(
     // awaits a fix is not decided, so it is not journaled.
     let rest = async {
         let (classification, pending) = if await_fix {
-            reproducer.finish_or_await_fix(ctx, &culprit_found).await?
+            reproducer.finish_or_await_fix(ctx, &search_ended).await?
         } else {
             (reproducer.finish(ctx, true).await?, None)
         };
@@ -243,6 +240,29 @@ async fn classify_with_early_search(
     let (classification, pending) = classification?;
     report_behaviour(ctx, &classification);
     Ok((classification, Early { search, suspects }, pending))
+}
+
+/// What the early search tells the re-runs at bad: whether it named a
+/// culprit (one that changed more than tests), and how many of its probes
+/// failed with the failure — each a single run with no pass at a revision
+/// after the culprit, since the search's deterministic model puts the
+/// culprit at or before every revision it judged bad.
+fn search_ended_with(ctx: &Context, finding: Option<&HistoryFinding>) -> SearchEnded {
+    let Some(f) = finding.filter(|f| f.culprit.is_some() && !f.summary.culprit_changes_only_tests)
+    else {
+        return SearchEnded::default();
+    };
+    let failing_probes = f
+        .probes
+        .iter()
+        .filter(|(rev, p)| {
+            **rev != ctx.bad && p.result == ProbeResult::Bad && p.runs == 1 && p.passes == 0
+        })
+        .count() as u32;
+    SearchEnded {
+        culprit_named: true,
+        failing_probes,
+    }
 }
 
 /// What checking a given `--good` established.

@@ -372,13 +372,49 @@ async fn confirm_boundary(
 /// an API the old source lacks), the oracle cannot judge the search's
 /// bounds: the model falls back to each revision's own tests, says why, and
 /// the good revision is probed again.
+///
+/// When the oracle's files differ at `good`, the bad revision's tests may not
+/// run on good's source (a test of an API that did not exist yet). The probe
+/// with good's own tests then runs beside the overlaid one, on the other
+/// slot, so falling back costs no second round before the search can start;
+/// its judgement is used only if the overlaid probe cannot test `good`. Only
+/// for a one-run probe (a deterministic failure): a flaky model's probe is
+/// many runs, too many to spend on a judgement that may not be needed.
 pub async fn probe_good(ctx: &Context, good: &str, model: &mut FlakeModel) -> Result<ProbeReport> {
-    let report = probe(ctx, good, model).await?;
-    if report.result != ProbeResult::Untestable || model.overlay.is_none() {
-        return Ok(report);
+    let overlay_differs = match &model.overlay {
+        Some(overlay) => oracle_differs_at(ctx, good, overlay).await?,
+        None => false,
+    };
+    let one_run = model.background_rate.is_none() && model.passes_needed <= 1;
+    if !overlay_differs || !one_run || ctx.pool.size() < 2 {
+        let report = probe(ctx, good, model).await?;
+        if report.result != ProbeResult::Untestable || model.overlay.is_none() {
+            return Ok(report);
+        }
+        fall_back_to_own_tests(ctx, model, &format!("the good revision {}", short(good)));
+        return probe(ctx, good, model).await;
+    }
+    let own_tests = FlakeModel {
+        overlay: None,
+        ..model.clone()
+    };
+    let (overlaid, own) =
+        futures::future::try_join(probe(ctx, good, model), probe(ctx, good, &own_tests)).await?;
+    if overlaid.result != ProbeResult::Untestable {
+        return Ok(overlaid);
     }
     fall_back_to_own_tests(ctx, model, &format!("the good revision {}", short(good)));
-    probe(ctx, good, model).await
+    Ok(own)
+}
+
+/// Whether any of the overlay's files differs between `revision` and the
+/// overlay's revision (where they are the same, laying them over changes
+/// nothing).
+async fn oracle_differs_at(ctx: &Context, revision: &str, overlay: &Overlay) -> Result<bool> {
+    let mut args = vec!["diff", "--name-only", revision, overlay.rev.as_str(), "--"];
+    args.extend(overlay.files.iter().map(String::as_str));
+    let changed = ctx.pool.workspace().git().run(&args).await?;
+    Ok(!changed.trim().is_empty())
 }
 
 /// Drops the overlay from `model`, with the note the report carries.

@@ -38,6 +38,20 @@ pub async fn classify_at(
         .await
 }
 
+/// What the culprit search told the re-runs at bad when it ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchEnded {
+    /// It named a culprit that changed more than tests.
+    pub culprit_named: bool,
+    /// Its probes at revisions after the culprit that failed with the
+    /// failure (one run each, no pass). Under the search's model each is a
+    /// run of the failure where the culprit's change is present, so they
+    /// count among the failures in a row that a fix's clean runs confirm:
+    /// were the failure flaky at a rate p ≤ `flaky_max` there, each would
+    /// fail with probability at most p, as a run at bad would.
+    pub failing_probes: u32,
+}
+
 /// The sequential test in progress at one revision: the runs so far and
 /// what they say. The pipeline runs it until the first failure, starts the
 /// culprit search, and finishes it in the slots the search leaves free.
@@ -220,22 +234,23 @@ impl Reproducer {
     }
 
     /// [`Reproducer::finish`] for the pipeline's background re-runs, which
-    /// may stop early once `culprit_found` says the search named a culprit:
+    /// may stop early once `search_ended` says the search named a culprit:
     /// after `ctx.config.confirm_by_fix_after` failures in a row (no pass,
-    /// nothing blocked), when a fix's clean runs can supply the rest of the
+    /// nothing blocked) — the search's failing probes after the culprit
+    /// count among them — when a fix's clean runs can supply the rest of the
     /// evidence. Returns the classification so far, and the reproducer to
     /// finish if the fix is not verified.
     pub async fn finish_or_await_fix(
         mut self,
         ctx: &Context,
-        culprit_found: &std::sync::OnceLock<bool>,
+        search_ended: &std::sync::OnceLock<SearchEnded>,
     ) -> Result<(Classification, Option<Reproducer>)> {
         loop {
             if let Some((decision, blocked)) = self.ending() {
                 return Ok((self.into_classification(ctx, decision, blocked), None));
             }
             ctx.pool.wait_for_turn().await;
-            if let Some(confirmation) = self.confirmable(ctx, culprit_found) {
+            if let Some(confirmation) = self.confirmable(ctx, search_ended) {
                 let decision = Decision {
                     behaviour: Behaviour::Deterministic,
                     confident: false,
@@ -243,8 +258,9 @@ impl Reproducer {
                 let mut classification = self.snapshot(ctx, decision);
                 classification.fix_confirmation = Some(confirmation);
                 ctx.progress.report(&format!(
-                    "reproduction: {} failures in a row and a culprit: the re-runs stop; a fix verified with {} clean runs confirms the failure is deterministic",
-                    confirmation.failures, confirmation.passes
+                    "reproduction: {} and a culprit: the re-runs stop; a fix verified with {} clean runs confirms the failure is deterministic",
+                    confirmation.failures_in_a_row(),
+                    confirmation.passes
                 ));
                 return Ok((classification, Some(self)));
             }
@@ -255,17 +271,20 @@ impl Reproducer {
     fn confirmable(
         &self,
         ctx: &Context,
-        culprit_found: &std::sync::OnceLock<bool>,
+        search_ended: &std::sync::OnceLock<SearchEnded>,
     ) -> Option<FixConfirmation> {
+        let search = search_ended.get().filter(|s| s.culprit_named)?;
         let wanted = ctx.config.confirm_by_fix_after;
-        let failures = self.classifier.failures();
-        let clean = failures == self.classifier.runs() && self.blocked == 0;
-        if wanted == 0 || failures < wanted || !clean || culprit_found.get() != Some(&true) {
+        let at_bad = self.classifier.failures();
+        let clean = at_bad == self.classifier.runs() && self.blocked == 0;
+        let failures = at_bad + search.failing_probes;
+        if wanted == 0 || at_bad == 0 || failures < wanted || !clean {
             return None;
         }
         let passes = passes_to_confirm(failures, &ctx.config.sequential, 10)?;
         Some(FixConfirmation {
             failures,
+            probe_failures: search.failing_probes,
             passes,
             likelihood: flaky_unfixed_likelihood(failures, passes, ctx.config.sequential.flaky_max),
         })
