@@ -16,7 +16,13 @@ fn proto_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Read at run time, not baked in with env!: cargo gives one package the
+    // same build-script binary in every checkout sharing a target directory
+    // (its hashes do not include the path), and a baked path would make it
+    // compile the other checkout's .proto files.
+    let manifest_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR is not set")?;
+    let manifest = Path::new(&manifest_dir);
     let root = manifest.join("../../proto");
     let mut files = Vec::new();
     proto_files(&root, &mut files)?;

@@ -158,6 +158,13 @@ impl Topology {
         format!("{}.evidence.{kind}", self.prefix)
     }
 
+    /// One event per CI report, passing ones too (`CiReportRecorded`):
+    /// `<prefix>.evidence.ci-report`, in the evidence stream. The indexer
+    /// keeps each branch's reports from it and mines completed sequences.
+    pub fn ci_reports(&self) -> String {
+        self.evidence("ci-report")
+    }
+
     /// Everything that happens to one investigation: `<prefix>.investigations.<id>.events`.
     pub fn investigation_events(&self, id: &str) -> String {
         format!("{}.investigations.{id}.events", self.prefix)
@@ -266,6 +273,8 @@ mod tests {
         let t = Topology::fleet();
         for subject in [
             t.evidence("ci"),
+            t.ci_reports(),
+            t.dead_letter(&t.ci_reports()),
             t.investigation_events("01J"),
             t.verify_jobs(),
             t.dead_letter(&t.verify_jobs()),
@@ -282,6 +291,8 @@ mod tests {
         assert_eq!(t.intake_stream().name, "TRACELAB_INTAKE");
         assert_eq!(t.intake_stream().retention, Retention::WorkQueue);
         assert_eq!(t.intake("logs"), "tracelab.intake.logs");
+        assert_eq!(t.ci_reports(), "tracelab.evidence.ci-report");
+        assert_eq!(t.stream_for(&t.ci_reports()), Some(t.evidence_stream()));
     }
 
     #[test]
