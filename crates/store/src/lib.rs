@@ -33,6 +33,7 @@
 //! that the in-memory store runs too.
 
 mod backend;
+pub mod ci_reports;
 #[cfg(feature = "testsuite")]
 pub mod conformance;
 pub mod experience;
@@ -49,6 +50,7 @@ mod postgres;
 mod sqlite;
 pub mod webhooks;
 
+pub use ci_reports::{CiReportRow, Mining};
 pub use experience::ExperienceStore;
 pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};
 pub use idempotency::record_once;
