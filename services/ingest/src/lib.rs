@@ -16,6 +16,8 @@
 //!           → triage (PgGroupStore + Policy) only when the row is new
 //!           → EvidenceRecorded on <prefix>.evidence.<kind>
 //!           → InvestigationSuggested on <prefix>.evidence.suggested when the policy says so
+//!     └─► a CI report, once, passing or not: CiReportRecorded on <prefix>.evidence.ci-report
+//!           (ci_report_event; the indexer mines completed failing → passing sequences from it)
 //!     └─► the Permit is dropped: the admission bound covers queued and in-flight work
 //! ```
 //!
@@ -30,6 +32,7 @@
 pub mod admission;
 pub mod auth;
 pub mod body;
+pub mod ci_report_event;
 pub mod evidence;
 pub mod groups;
 pub mod grpc;

@@ -2,11 +2,13 @@
 //! (body limit → rate per source → in-flight bound), decoding and parsing on
 //! the blocking pool, then per failure: store the evidence row, triage its
 //! group when the row is new, publish `EvidenceRecorded` (and
-//! `InvestigationSuggested` when the policy says so). The admission
+//! `InvestigationSuggested` when the policy says so), and for a CI report
+//! one `CiReportRecorded` (`ci_report_event`). The admission
 //! [`Permit`] lives until the last publish.
 
 use crate::admission::{Admission, Permit, SourceLimiter};
 use crate::body::{self, LogEncoding};
+use crate::ci_report_event;
 use crate::evidence;
 use crate::rejection::{Rejection, ingest_error};
 use bytes::Bytes;
@@ -236,6 +238,16 @@ impl Ingest {
         .await?;
         let formats: BTreeMap<&String, &str> =
             out.formats.iter().map(|(k, v)| (k, v.as_str())).collect();
+        // One event per report, passing ones too, once its evidence is stored.
+        let received_ms =
+            (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
+        let event = ci_report_event::event(
+            &report,
+            &out.failures,
+            &self.redact(&s.source),
+            &digest,
+            received_ms,
+        );
         let batch = Batch {
             kind: "ci",
             source: s.source,
@@ -250,7 +262,9 @@ impl Ingest {
             diagnostics: out.diagnostics.len(),
             failures: out.failures,
         };
-        self.record(batch, permit).await
+        let summary = self.record(batch, permit).await?;
+        ci_report_event::publish(self.bus.as_ref(), &event).await?;
+        Ok(summary)
     }
 
     async fn json_lines(&self, s: Submission) -> Result<Summary, Rejection> {
