@@ -86,9 +86,14 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         &["tracelab-domain", "tracelab-syntax", "tracelab-ingest"],
     ),
     ("tracelab-ingest", &["tracelab-domain"]),
-    // Pure reconstruction of repair experience (#16): diffs, signatures and
-    // the oracle's test-path rule come from the domain; mining's IO is the CLI's.
-    ("tracelab-experience", &["tracelab-domain"]),
+    // Pure reconstruction of repair experience (#16): diffs and the oracle's
+    // test-path rule come from the domain, a step's output is read by the
+    // evidence parsers (the one reader of failure text, #17); mining's IO is
+    // the CLI's.
+    (
+        "tracelab-experience",
+        &["tracelab-domain", "tracelab-ingest"],
+    ),
     ("tracelab-repair", &["tracelab-domain", "tracelab-syntax"]),
     // The LLM patch agent's chat client (#12) implements the domain's
     // `ChatModel` port and runs ingest's redactor over every message it
@@ -99,7 +104,7 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         &["tracelab-domain", "tracelab-code-index", "tracelab-proto"],
     ),
     // The store also keeps repair experience records (#16): pure data and
-    // logic of `tracelab-experience`, which depends on the domain only.
+    // logic of `tracelab-experience`, which depends on the domain and ingest.
     (
         "tracelab-store",
         &["tracelab-domain", "tracelab-ingest", "tracelab-experience"],

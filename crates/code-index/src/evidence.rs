@@ -5,16 +5,20 @@
 use std::collections::HashMap;
 pub use tracelab_domain::Frame;
 use tracelab_domain::runner::Runner;
+use tracelab_ingest::locations::with_locations;
 use tracelab_ingest::test_run::TestRun;
 
 /// Frames innermost last, as [`Frame`] lists are ordered, read by the
 /// evidence parsers (`tracelab_ingest`, the one reader of failure text):
 /// each failure's frames and its chain's, in the order the failures appear,
-/// each frame once. A frame's file is the path as the parsers normalised it
+/// each frame once, after the `path.ext:line` locations outside any trace
+/// (a lint or compiler line, a location pasted alone;
+/// `tracelab_ingest::locations`: weaker than a trace's frames, so on the
+/// outermost end). A frame's file is the path as the parsers normalised it
 /// (CI and home prefixes removed); it is `in_app` unless it is a library's
 /// or the toolchain's.
 pub fn parse_frames(text: &str) -> Vec<Frame> {
-    TestRun::read(Runner::Unknown, text).frames()
+    with_locations(TestRun::read(Runner::Unknown, text).frames(), text)
 }
 
 /// Paths that are never repository code even when a suffix matches.
@@ -178,6 +182,15 @@ mod tests {
         check(
             "thread 'tests::t' panicked at src/invoice.rs:17:9:\nattempt to subtract with overflow\n",
             &[("src/invoice.rs", 17, None)],
+        );
+    }
+
+    #[test]
+    fn locations_outside_traces_are_outermost_frames() {
+        check("shop/cart.py:12\n", &[("shop/cart.py", 12, None)]);
+        check(
+            "src/lib.rs:3:5: error[E0308]: mismatched types\nthread 'tests::t' panicked at src/invoice.rs:17:9:\nboom\n",
+            &[("src/invoice.rs", 17, None), ("src/lib.rs", 3, None)],
         );
     }
 

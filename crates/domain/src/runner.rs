@@ -1,12 +1,9 @@
 //! What the engine needs to know about test runners: which runner a command
-//! uses, which tests failed in its output, and how to run one test alone.
+//! uses and how to run one test alone.
 //!
-//! This is deliberately small; the ingest crate owns report parsing
-//! (`tracelab_ingest::test_run` reads a run's failing tests in the
+//! This is deliberately small; reading which tests failed is the evidence
+//! parsers' (`tracelab_ingest::test_run` reads a run's failing tests in the
 //! spelling [`isolate`] takes back).
-
-use regex::Regex;
-use std::sync::LazyLock;
 
 mod unittest;
 
@@ -62,76 +59,6 @@ pub fn detect(argv: &[String]) -> Runner {
         return Runner::Jest;
     }
     Runner::Unknown
-}
-
-static PYTEST_FAILED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(FAILED|ERROR) (\S+)").unwrap());
-// The name is dotted for a module discovery could not import
-// (`ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)`).
-static UNITTEST_FAILED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): ([\w.]+) \(([\w.]+)\)").unwrap());
-static CARGO_FAILED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^test (\S+) \.\.\. FAILED|^\s+FAIL \[[^\]]*\] (?:\S+ )?(\S+)").unwrap()
-});
-static GO_FAILED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^\s*--- FAIL: (\S+)").unwrap());
-static JEST_FAILED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?m)^\s*● (.+?)\s*$").unwrap());
-
-/// Identifiers of the failing tests named in the output, in order of appearance.
-/// Pytest collection errors appear as `ERROR path`.
-///
-/// Only `tracelab-experience`'s mining still reads with these patterns; the
-/// engine and the code index read failing tests through the evidence
-/// parsers (`tracelab_ingest::test_run::TestRun::failing_tests`), in the
-/// same spelling [`isolate`] takes.
-pub fn failing_tests(runner: Runner, output: &str) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    let mut push = |id: String| {
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    };
-    match runner {
-        Runner::Pytest => {
-            for c in PYTEST_FAILED.captures_iter(output) {
-                let prefix = if &c[1] == "ERROR" { "ERROR " } else { "" };
-                push(format!("{prefix}{}", &c[2]));
-            }
-        }
-        Runner::Unittest => {
-            for c in UNITTEST_FAILED.captures_iter(output) {
-                let (name, scope) = (&c[1], &c[2]);
-                // Python 3.11+ prints the full id in parentheses, older versions the class.
-                let id = if scope.ends_with(&format!(".{name}")) {
-                    scope.to_string()
-                } else {
-                    format!("{scope}.{name}")
-                };
-                push(id);
-            }
-        }
-        Runner::CargoTest => {
-            for c in CARGO_FAILED.captures_iter(output) {
-                if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-                    push(m.as_str().to_string());
-                }
-            }
-        }
-        Runner::GoTest => {
-            for c in GO_FAILED.captures_iter(output) {
-                push(c[1].to_string());
-            }
-        }
-        Runner::Jest => {
-            for c in JEST_FAILED.captures_iter(output) {
-                if !c[1].starts_with("Test suite failed") {
-                    push(c[1].to_string());
-                }
-            }
-        }
-        Runner::Unknown => {}
-    }
-    ids
 }
 
 /// The prefix of the pseudo-test unittest reports for a module it could
@@ -292,32 +219,6 @@ mod tests {
     }
 
     #[test]
-    fn parses_failing_tests() {
-        let pytest = "....\n=== short test summary info ===\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\nERROR tests/test_b.py\n";
-        assert_eq!(
-            failing_tests(Runner::Pytest, pytest),
-            vec!["tests/test_a.py::test_x", "ERROR tests/test_b.py"]
-        );
-        let cargo = "test math::adds ... ok\ntest math::subtracts ... FAILED\n";
-        assert_eq!(
-            failing_tests(Runner::CargoTest, cargo),
-            vec!["math::subtracts"]
-        );
-        let go =
-            "=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n    --- FAIL: TestAdd/neg (0.00s)\n";
-        assert_eq!(
-            failing_tests(Runner::GoTest, go),
-            vec!["TestAdd", "TestAdd/neg"]
-        );
-        let unittest =
-            "FAIL: test_b (test_shop.ShopTest.test_b)\n---\nERROR: test_c (test_shop.ShopTest)\n";
-        assert_eq!(
-            failing_tests(Runner::Unittest, unittest),
-            vec!["test_shop.ShopTest.test_b", "test_shop.ShopTest.test_c"]
-        );
-    }
-
-    #[test]
     fn isolates_one_test() {
         assert_eq!(
             isolate(
@@ -438,17 +339,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_modules_that_did_not_import() {
-        let discovered = "ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)\n";
-        assert_eq!(
-            failing_tests(Runner::Unittest, discovered),
-            vec!["unittest.loader._FailedTest.tests.test_more"]
-        );
-        let old_python = "ERROR: test_more (unittest.loader._FailedTest)\n";
-        assert_eq!(
-            failing_tests(Runner::Unittest, old_python),
-            vec!["unittest.loader._FailedTest.test_more"]
-        );
+    fn names_modules_that_did_not_import() {
         assert_eq!(
             unittest_failed_import("unittest.loader._FailedTest.tests.test_more"),
             Some("tests.test_more")

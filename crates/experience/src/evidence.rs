@@ -2,22 +2,21 @@
 //! traceback, so each problem keeps its own frames and error types), or one
 //! for the whole step when the runner names no test (a lint script, a
 //! build). Paths under the checkout are made repository-relative.
+//!
+//! The output is read by the evidence parsers (`tracelab_ingest::test_run`,
+//! the one reader of failure text the engine and the code index use too);
+//! the locations a lint or compiler line names (`path:line: E501 …`), which
+//! attribution links to hunks, come from `tracelab_ingest::locations`.
 
 use crate::model::Failure;
-use regex::Regex;
-use std::sync::LazyLock;
+use std::collections::BTreeSet;
 use tracelab_domain::runner::{self, Runner};
-use tracelab_domain::signature::{FailureSignature, frames_in_output};
+use tracelab_ingest::Frame;
+use tracelab_ingest::locations::with_locations;
+use tracelab_ingest::test_run::TestRun;
 
 /// Characters of a failure's text kept (its tail: where the error is).
 const MESSAGE_LIMIT: usize = 4000;
-
-// Dotted names are modules discovery could not import
-// (`ERROR: tests.test_more (unittest.loader._FailedTest.tests.test_more)`).
-static UNITTEST_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(?:FAIL|ERROR): ([\w.]+) \(([\w.]+)\)").expect("regex"));
-static PYTEST_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^_{3,} (.+?) _{3,}$").expect("regex"));
 
 /// The failures in one step's output, and whether the step reported every
 /// check it ran (see [`crate::model::StepRun::exhaustive`]).
@@ -31,21 +30,25 @@ pub fn failures_from_output(argv: &[String], output: &str, root: &str) -> (Vec<F
         matches!(a.as_str(), "-x" | "--exitfirst" | "-f" | "--failfast")
             || a.starts_with("--maxfail")
     });
-    let blocks = match runner {
-        Runner::Unittest => unittest_blocks(&output),
-        Runner::Pytest => pytest_blocks(&output),
-        _ => runner::failing_tests(runner, &output)
-            .into_iter()
-            .map(|id| (Some(id), output.clone()))
-            .collect(),
-    };
+    let run = TestRun::read(runner, &output);
     let mut failures: Vec<Failure> = Vec::new();
-    for (test, text) in blocks {
-        let test = test.filter(|id| !is_collection_error(id));
-        push(&mut failures, failure(test, &text));
+    // A report the runner names no test for (an unknown runner, a Go
+    // package's own failure) is part of the step's failure below.
+    for report in run
+        .reports(&output)
+        .into_iter()
+        .filter(|r| r.test.is_some())
+    {
+        let test = report.test.clone().filter(|id| !is_collection_error(id));
+        let frames = with_locations(report.frames(), report.text);
+        push(
+            &mut failures,
+            failure(test, report.error_types(), frames, report.text),
+        );
     }
     if failures.is_empty() {
-        failures.push(failure(None, &output));
+        let frames = with_locations(run.frames(), &output);
+        failures.push(failure(None, run.error_types(), frames, &output));
     }
     let exhaustive = matches!(runner, Runner::Unittest | Runner::Pytest)
         && !stops_early
@@ -66,19 +69,33 @@ pub(crate) fn is_collection_error(id: &str) -> bool {
     id.starts_with("ERROR ") || id.contains("_FailedTest") || id.starts_with("unittest.loader")
 }
 
-fn failure(test: Option<String>, text: &str) -> Failure {
-    let error_types = FailureSignature::from_output(Runner::Unknown, text).error_types;
+/// A failure with `text`'s tail as its message and the application's
+/// frames (library and toolchain files left out) as `(file, line)`, each once.
+fn failure(
+    test: Option<String>,
+    error_types: BTreeSet<String>,
+    frames: Vec<Frame>,
+    text: &str,
+) -> Failure {
     let start = text
         .char_indices()
         .rev()
         .nth(MESSAGE_LIMIT)
         .map(|(i, _)| i)
         .unwrap_or(0);
+    let mut places: Vec<(String, u32)> = Vec::new();
+    for frame in frames.into_iter().filter(|f| f.in_app) {
+        if let (Some(file), Some(line)) = (frame.file, frame.line)
+            && !places.iter().any(|(f, l)| *f == file && *l == line)
+        {
+            places.push((file, line));
+        }
+    }
     Failure {
         test,
         error_types,
         message: text[start..].trim().to_string(),
-        frames: frames_in_output(text),
+        frames: places,
     }
 }
 
@@ -99,63 +116,6 @@ fn push(failures: &mut Vec<Failure>, f: Failure) {
         return;
     }
     failures.push(f);
-}
-
-/// `FAIL: name (id)` blocks up to the next `=====` separator or the summary.
-fn unittest_blocks(output: &str) -> Vec<(Option<String>, String)> {
-    let mut blocks: Vec<(Option<String>, String)> = Vec::new();
-    let mut open = false;
-    for line in output.lines() {
-        if let Some(c) = UNITTEST_HEADER.captures(line) {
-            let (name, scope) = (&c[1], &c[2]);
-            let id = if scope.ends_with(&format!(".{name}")) {
-                scope.to_string()
-            } else {
-                format!("{scope}.{name}")
-            };
-            blocks.push((Some(id), String::new()));
-            open = true;
-            continue;
-        }
-        let separator = line.len() >= 20 && line.chars().all(|c| c == '=');
-        if separator || line.starts_with("Ran ") {
-            open = false;
-            continue;
-        }
-        if open && let Some((_, text)) = blocks.last_mut() {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    blocks
-}
-
-/// `____ Class.test ____` sections matched to the `FAILED id` summary lines;
-/// collection errors (`ERROR path`) keep the whole output.
-fn pytest_blocks(output: &str) -> Vec<(Option<String>, String)> {
-    let ids = runner::failing_tests(Runner::Pytest, output);
-    let mut sections: Vec<(String, String)> = Vec::new();
-    for line in output.lines() {
-        if let Some(c) = PYTEST_HEADER.captures(line) {
-            sections.push((c[1].replace('.', "::"), String::new()));
-        } else if line.starts_with("====") {
-            sections.push((String::new(), String::new()));
-        } else if let Some((_, text)) = sections.last_mut() {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    ids.into_iter()
-        .map(|id| {
-            let bare = id.split(" - ").next().unwrap_or(&id).to_string();
-            let text = sections
-                .iter()
-                .find(|(name, _)| !name.is_empty() && bare.ends_with(&format!("::{name}")))
-                .map(|(_, text)| text.clone())
-                .unwrap_or_else(|| output.to_string());
-            (Some(bare), text)
-        })
-        .collect()
 }
 
 #[cfg(test)]

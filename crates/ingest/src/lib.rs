@@ -52,6 +52,7 @@ mod group;
 mod group_page;
 mod group_store;
 mod input;
+pub mod locations;
 mod model;
 mod normalize;
 pub mod otlp;

@@ -96,13 +96,7 @@ impl TestRun {
         self.reported
             .iter()
             .chain(&self.traces)
-            .flat_map(|f| {
-                std::iter::once(f.exception_type.as_deref())
-                    .chain(f.causes.iter().map(|c| c.exception_type.as_deref()))
-            })
-            .flatten()
-            .map(|t| t.rsplit('.').next().unwrap_or(t).trim().to_string())
-            .filter(|t| !t.is_empty())
+            .flat_map(error_types)
             .collect()
     }
 
@@ -111,19 +105,40 @@ impl TestRun {
     pub fn frames(&self) -> Vec<Frame> {
         let mut out: Vec<Frame> = Vec::new();
         for f in self.reported.iter().chain(&self.traces) {
-            let frames = f
-                .causes
-                .iter()
-                .rev()
-                .flat_map(|c| &c.frames)
-                .chain(&f.frames);
-            for frame in frames {
-                if !out.contains(frame) {
-                    out.push(frame.clone());
-                }
-            }
+            push_frames(&mut out, f);
         }
         out
+    }
+
+    /// Each failure of the runner's report with the test it is about and
+    /// its own lines of `output` (the text this run was read from), for a
+    /// reader that keeps one problem per failing test with its own
+    /// traceback. A failure whose place the report does not give (a test
+    /// named only in pytest's summary) has the whole output as its text.
+    pub fn reports<'a>(&'a self, output: &'a str) -> Vec<Report<'a>> {
+        let starts: Vec<usize> = self.reported.iter().filter_map(|f| f.line).collect();
+        let lines: Vec<&str> = output.split('\n').collect();
+        // Byte offset of each line's start (and of the end).
+        let offsets: Vec<usize> = std::iter::once(0)
+            .chain(lines.iter().scan(0, |at, l| {
+                *at += l.len() + 1;
+                Some(*at)
+            }))
+            .collect();
+        self.reported
+            .iter()
+            .map(|failure| Report {
+                test: failure
+                    .test_id
+                    .as_deref()
+                    .and_then(|id| runner_id(self.runner, failure, id)),
+                failure,
+                text: failure
+                    .line
+                    .and_then(|line| block(output, &lines, &offsets, &starts, line))
+                    .unwrap_or(output),
+            })
+            .collect()
     }
 
     /// The run's failure signature: which tests failed and with which
@@ -135,6 +150,89 @@ impl TestRun {
             tail: self.tail.clone(),
         }
     }
+}
+
+/// One failure of a runner's report, as [`TestRun::reports`] gives it.
+#[derive(Debug, Clone)]
+pub struct Report<'a> {
+    /// The failing test as the runner takes it back (the spelling of
+    /// [`TestRun::failing_tests`]); `None` when the report names no test
+    /// the runner knows.
+    pub test: Option<String>,
+    pub failure: &'a Failure,
+    /// The failure's own lines: from its header to the next failure or the
+    /// runner's closing summary.
+    pub text: &'a str,
+}
+
+impl Report<'_> {
+    /// The error types of the failure and its chain, without their module.
+    pub fn error_types(&self) -> BTreeSet<String> {
+        error_types(self.failure).collect()
+    }
+
+    /// The failure's frames and its chain's, innermost last, each once.
+    pub fn frames(&self) -> Vec<Frame> {
+        let mut out = Vec::new();
+        push_frames(&mut out, self.failure);
+        out
+    }
+}
+
+/// Exception types of `f` and of the links of its chain, without their module.
+fn error_types(f: &Failure) -> impl Iterator<Item = String> + '_ {
+    std::iter::once(f.exception_type.as_deref())
+        .chain(f.causes.iter().map(|c| c.exception_type.as_deref()))
+        .flatten()
+        .map(|t| t.rsplit('.').next().unwrap_or(t).trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// Adds the frames of `f`'s chain (the cause first: innermost last
+/// throughout) and of `f` that `out` does not have yet.
+fn push_frames(out: &mut Vec<Frame>, f: &Failure) {
+    let frames = f
+        .causes
+        .iter()
+        .rev()
+        .flat_map(|c| &c.frames)
+        .chain(&f.frames);
+    for frame in frames {
+        if !out.contains(frame) {
+            out.push(frame.clone());
+        }
+    }
+}
+
+/// The text of the failure whose header is at 1-based `line`: up to the
+/// next failure's header (`starts`), a `====` banner or rule (pytest's
+/// sections, unittest's blocks) or unittest's closing `----` / `Ran N
+/// tests`. `None` when `line` is not in `output`.
+fn block<'a>(
+    output: &'a str,
+    lines: &[&str],
+    offsets: &[usize],
+    starts: &[usize],
+    line: usize,
+) -> Option<&'a str> {
+    let first = line.checked_sub(1).filter(|i| *i < lines.len())?;
+    let next = starts
+        .iter()
+        .filter(|s| **s > line)
+        .min()
+        .map_or(lines.len(), |s| s - 1);
+    let end = (first + 1..next)
+        .find_map(|k| {
+            if lines[k].starts_with("====") {
+                Some(k)
+            } else if lines[k].starts_with("Ran ") && lines[k - 1].starts_with("----") {
+                Some(k - 1)
+            } else {
+                None
+            }
+        })
+        .unwrap_or(next);
+    Some(&output[offsets[first]..offsets[end].min(output.len())])
 }
 
 /// The report format a runner writes; `None` lets detection choose (cargo
@@ -162,8 +260,9 @@ fn runner_id(runner: Runner, failure: &Failure, id: &str) -> Option<String> {
                 id.to_string()
             })
         }
-        // `test_x (m.T.test_x) (i=1)`: a subtest's parameters are not part of its id.
-        Runner::Unittest => Some(id.split_once(" (").map_or(id, |(id, _)| id).to_string()),
+        // `m.T.test_x (i=1)`, `m.T.test_x [msg]`: a subtest's message and
+        // parameters are not part of the id unittest takes back.
+        Runner::Unittest => Some(id.split_once(' ').map_or(id, |(id, _)| id).to_string()),
         Runner::GoTest => {
             let package = failure.context.get("package");
             if id == "(package)" || package.is_some_and(|p| p == id) {
@@ -288,6 +387,103 @@ mod tests {
             run.error_types().into_iter().collect::<Vec<_>>(),
             vec!["AssertionError", "KeyError"]
         );
+    }
+
+    #[test]
+    fn unittest_subtests_with_a_message() {
+        let rule = "=".repeat(70);
+        let dashes = "-".repeat(70);
+        let block = |header: &str| {
+            format!(
+                "{rule}\n{header}\n{dashes}\nTraceback (most recent call last):\n  File \"/w/test_sub.py\", line 5, in test_a\n    self.assertEqual(1, 2)\nAssertionError: 1 != 2\n\n"
+            )
+        };
+        // Python 3.11's spellings of `subTest("msg")`, `subTest("m", i=1)`,
+        // `subTest(i=2)` and a message passed as a parameter.
+        let out = [
+            "FAIL: test_a (test_sub.T.test_a) [positional msg]",
+            "FAIL: test_c (test_sub.T.test_c) [m] (i=1)",
+            "FAIL: test_d (test_sub.T.test_d) (i=2)",
+            "FAIL: test_e (test_sub.T.test_e) (msg='kw msg')",
+        ]
+        .map(block)
+        .concat()
+            + &format!("{dashes}\nRan 4 tests in 0.001s\n\nFAILED (failures=4)\n");
+        let run = TestRun::read(Runner::Unittest, &out);
+        assert_eq!(
+            run.failing_tests(),
+            vec![
+                "test_sub.T.test_a",
+                "test_sub.T.test_c",
+                "test_sub.T.test_d",
+                "test_sub.T.test_e"
+            ]
+        );
+        assert_eq!(run.failures()[0].frames[0].line, Some(5));
+    }
+
+    #[test]
+    fn pytest_sections_without_banners_name_their_tests() {
+        // A CI log's excerpt: the sections of `--tb=short`, no banner, no summary.
+        let out = "___________________________ test_a ___________________________\ntests/t.py:9: in test_a\n    assert f() == 4\nE   AssertionError: assert 5 == 4\n___________________________ Cart.test_b ___________________________\ntests/t.py:20: in test_b\n    c.total()\nshop/cart.py:3: in total\n    return x[0]\nE   IndexError: list index out of range\n";
+        let run = TestRun::read(Runner::Pytest, out);
+        assert_eq!(
+            run.failing_tests(),
+            vec!["tests/t.py::test_a", "tests/t.py::Cart::test_b"]
+        );
+        assert_eq!(
+            run.error_types().into_iter().collect::<Vec<_>>(),
+            vec!["AssertionError", "IndexError"]
+        );
+        // Summary lines alone, without their banner.
+        let run = TestRun::read(
+            Runner::Pytest,
+            "tests/t.py F.\nFAILED tests/t.py::test_a - AssertionError: 1 != 2\nERROR tests/u.py\nERROR root:t.py:5 boom\n1 failed, 1 passed, 1 error in 0.02s\n",
+        );
+        assert_eq!(
+            run.failing_tests(),
+            vec!["tests/t.py::test_a", "ERROR tests/u.py"]
+        );
+    }
+
+    #[test]
+    fn each_report_keeps_its_own_lines() {
+        let run = TestRun::read(Runner::Unittest, UNITTEST);
+        let reports = run.reports(UNITTEST);
+        let tests: Vec<_> = reports.iter().map(|r| r.test.as_deref()).collect();
+        assert_eq!(
+            tests,
+            vec![
+                Some("test_shop.ShopTest.test_b"),
+                Some("test_shop.ShopTest.test_c"),
+                Some("test_shop.ShopTest.test_d")
+            ]
+        );
+        assert!(reports[0].text.starts_with("FAIL: test_b"));
+        assert!(reports[0].text.contains("line 9") && !reports[0].text.contains("KeyError"));
+        assert!(reports[1].text.contains("KeyError: 'x'") && !reports[1].text.contains("test_d"));
+        assert!(
+            reports[2].text.contains("False is not true") && !reports[2].text.contains("Ran 4"),
+            "{}",
+            reports[2].text
+        );
+        assert_eq!(
+            reports[1].error_types().into_iter().collect::<Vec<_>>(),
+            vec!["KeyError"]
+        );
+        assert_eq!(reports[1].frames()[0].line, Some(12));
+        // pytest: a section up to the summary's banner; a test named only in
+        // the summary has the whole output.
+        let run = TestRun::read(Runner::Pytest, PYTEST_A);
+        let reports = run.reports(PYTEST_A);
+        assert_eq!(reports.len(), 1);
+        assert!(reports[0].text.starts_with("____"));
+        assert!(reports[0].text.contains("tests/t.py:9: AssertionError"));
+        assert!(!reports[0].text.contains("short test summary"));
+        let summary =
+            "=== short test summary info ===\nFAILED tests/t.py::test_x - AssertionError\n";
+        let run = TestRun::read(Runner::Pytest, summary);
+        assert_eq!(run.reports(summary)[0].text, summary);
     }
 
     #[test]

@@ -101,6 +101,12 @@ pub(crate) fn pytest_repr(body: &str) -> Option<Failure> {
     Some(f)
 }
 
+/// A pytest node id: a Python file, then `::` and the test's names.
+fn is_node_id(id: &str) -> bool {
+    let file = id.split("::").next().unwrap_or(id);
+    file.ends_with(".py") && !file.contains(':')
+}
+
 struct Summary {
     outcome: String,
     nodeid: String,
@@ -108,12 +114,19 @@ struct Summary {
 }
 
 pub(crate) fn parse_pytest(lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
+    // Sections and summary lines pasted without pytest's banners (a CI
+    // log's excerpt, `--tb=short` output cut above FAILURES) are read too:
+    // until a banner says where it is, a `____ name ____` line is a failure
+    // section, and outside the failure sections a `FAILED id` line whose id
+    // is a node id (`path.py`, `path.py::test`) is a summary line.
+    let mut seen_banner = false;
     let mut in_failures = false;
     let mut sections: Vec<(String, usize, usize)> = Vec::new();
     let mut summaries: Vec<Summary> = Vec::new();
     let mut in_summary = false;
     for (i, line) in lines.iter().enumerate() {
         if let Some(c) = PYTEST_BANNER.captures(line) {
+            seen_banner = true;
             let title = &c[1];
             in_failures = title == "FAILURES" || title == "ERRORS";
             in_summary = title == "short test summary info";
@@ -124,7 +137,9 @@ pub(crate) fn parse_pytest(lines: &[&str], limits: &Limits, parsed: &mut Parsed)
             }
             continue;
         }
-        if in_failures && let Some(c) = PYTEST_SECTION.captures(line) {
+        if (in_failures || !seen_banner)
+            && let Some(c) = PYTEST_SECTION.captures(line)
+        {
             if let Some(last) = sections.last_mut()
                 && last.2 == usize::MAX
             {
@@ -133,7 +148,9 @@ pub(crate) fn parse_pytest(lines: &[&str], limits: &Limits, parsed: &mut Parsed)
             sections.push((c[1].to_owned(), i, usize::MAX));
             continue;
         }
-        if in_summary && let Some(c) = PYTEST_SUMMARY.captures(line) {
+        if let Some(c) = PYTEST_SUMMARY.captures(line)
+            && (in_summary || (!in_failures && is_node_id(&c[2])))
+        {
             summaries.push(Summary {
                 outcome: c[1].to_owned(),
                 nodeid: c[2].to_owned(),
@@ -232,7 +249,10 @@ pub(crate) fn parse_pytest(lines: &[&str], limits: &Limits, parsed: &mut Parsed)
 }
 
 static UNITTEST_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)]*)\)(?: (\(.*\)))?$").unwrap()
+    Regex::new(
+        r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)]*)\)(?: (\[.*\]|\(.*\)|\[.*\] \(.*\)))?$",
+    )
+    .unwrap()
 });
 
 pub(crate) fn parse_unittest(lines: &[&str], limits: &Limits, parsed: &mut Parsed) {
