@@ -10,10 +10,17 @@
 //! - `PastFailures`: failure groups from PostgreSQL by error or stack
 //!   signature ([`past`]).
 //!
+//! - Mining ([`mining`], setting `mine_ci_reports`): the durable consumer
+//!   `indexer-ci-reports` of ingest's `CiReportRecorded` events keeps each
+//!   branch's CI reports and turns a completed failing → passing sequence
+//!   into experience records (#16). It connects to NATS on its own task, so
+//!   the Retrieval API serves while NATS is away.
+//!
 //! Beside it, `listen` serves `/healthz` and `/readyz` (PostgreSQL answers).
-//! The service does not use NATS.
 
 pub mod grpc;
+pub mod history_git;
+pub mod mining;
 pub mod past;
 pub mod repos;
 pub mod wire;
@@ -22,7 +29,10 @@ pub mod work;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tracelab_bus::{Bus, ConsumerSpec};
+use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
 use tracelab_service::health::{self, Readiness};
 use tracelab_service::tokens::{NamedToken, TokenTable};
@@ -32,7 +42,8 @@ use tracelab_store::PgGroupStore;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Settings {
-    /// `postgres_url` / `postgres_schema` for past failures; NATS is unused.
+    /// `postgres_url` / `postgres_schema` for past failures and mining;
+    /// `nats_url` for mining.
     pub fleet: FleetSettings,
     /// Health and readiness.
     pub listen: String,
@@ -48,6 +59,15 @@ pub struct Settings {
     /// Serve the index without tokens: a development machine only (the
     /// index holds the repositories' code).
     pub allow_unauthenticated: bool,
+    /// Keep the CI reports ingest announces and mine completed failing →
+    /// passing sequences into experience records.
+    pub mine_ci_reports: bool,
+    /// A sequence longer than this (commits) is not mined (a note).
+    pub mine_max_commits: usize,
+    /// How long a CI report event may go without an ack before redelivery.
+    pub ack_wait_seconds: u64,
+    /// Deliveries before a CI report event is dead-lettered.
+    pub max_deliveries: u32,
 }
 
 impl Default for Settings {
@@ -60,6 +80,10 @@ impl Default for Settings {
             concurrency: 2,
             tokens: Vec::new(),
             allow_unauthenticated: false,
+            mine_ci_reports: true,
+            mine_max_commits: 100,
+            ack_wait_seconds: 60,
+            max_deliveries: 5,
         }
     }
 }
@@ -113,8 +137,20 @@ pub async fn serve(
             async move { store.ping().await }
         }
     });
+    let sources = tracelab_fleet::repositories::Repositories::new(&settings.fleet.repositories)?;
+    let miner = settings.mine_ci_reports.then(|| {
+        tokio::spawn(mine_ci_reports(
+            settings.clone(),
+            mining::Miner {
+                store: store.clone(),
+                sources: sources.clone(),
+                max_commits: settings.mine_max_commits,
+            },
+            shutdown.clone(),
+        ))
+    });
     let service = grpc::Service {
-        sources: tracelab_fleet::repositories::Repositories::new(&settings.fleet.repositories)?,
+        sources,
         repos: Arc::new(repos::Repositories::new(
             Some(PathBuf::from(&settings.cache_dir)).filter(|d| !d.as_os_str().is_empty()),
         )),
@@ -136,6 +172,44 @@ pub async fn serve(
     tracing::info!(health = %health_addr, grpc = %grpc_addr, "indexer ready");
     http_server.await??;
     grpc_server.await??;
+    if let Some(miner) = miner {
+        miner.await??;
+    }
+    Ok(())
+}
+
+/// The mining consumer until `shutdown`: connects to NATS (retrying), then
+/// runs the consumer loop (settle by error kind: poison dead-lettered,
+/// store or git failures retried).
+async fn mine_ci_reports(
+    settings: Settings,
+    miner: mining::Miner,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let bus = match connect::bus(&settings.fleet, &shutdown).await {
+        Ok(bus) => bus,
+        // Shutdown before NATS answered.
+        Err(_) if shutdown.is_requested() => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let topology = settings.fleet.topology();
+    let spec = worker::with_delivery(
+        ConsumerSpec::new(topology.evidence_stream(), mining::DURABLE)
+            .filter(topology.ci_reports()),
+        settings.ack_wait_seconds,
+        settings.max_deliveries,
+    );
+    let options = WorkerOptions {
+        name: mining::DURABLE.into(),
+        drain: Duration::from_secs(settings.fleet.drain_seconds),
+    };
+    let miner = Arc::new(miner);
+    let bus: Arc<dyn Bus> = bus;
+    worker::run(bus, spec, options, shutdown, move |d| {
+        let miner = miner.clone();
+        async move { mining::handle(&miner, &d).await }
+    })
+    .await?;
     Ok(())
 }
 
