@@ -37,6 +37,7 @@ use tracelab_domain::{Error, Result};
 use tracelab_ingest::test_run::TestRun;
 use tracelab_repair::{Candidate, CulpritHunk, Target};
 
+mod coverage;
 mod llm;
 
 pub use crate::config::RepairMode;
@@ -474,7 +475,7 @@ pub(crate) struct Prover<'a> {
     worktree: Worktree,
     sandbox: Box<dyn Sandbox>,
     before: Vec<Experiment>,
-    neighbours: Option<(String, CommandSpec, tracelab_domain::ports::CommandResult)>,
+    neighbours: Neighbours,
     h: Hypothesis,
     earlier: Vec<String>,
     attempts: usize,
@@ -508,7 +509,7 @@ impl<'a> Prover<'a> {
             worktree,
             sandbox,
             before: Vec::new(),
-            neighbours: None,
+            neighbours: Neighbours::default(),
             h,
             earlier: Vec::new(),
             attempts: 0,
@@ -517,15 +518,23 @@ impl<'a> Prover<'a> {
         let judging = p.judging();
         let prepared = async {
             let before = regression_before(ctx, judging, p.sandbox.as_ref()).await?;
-            let neighbours = match neighbour_command(ctx, classification, symbols, judges).await? {
-                Some((display, spec)) => {
+            let files = neighbour_files(ctx, symbols, judges).await?;
+            let before_run = match neighbour_spec(ctx, classification, &files) {
+                Some((_, spec)) => {
                     worktree_reset(&p.worktree, &ctx.bad).await?;
-                    let run = p.sandbox.exec(&spec).await?;
-                    Some((display, spec, run))
+                    Some(p.sandbox.exec(&spec).await?)
                 }
                 None => None,
             };
-            Ok::<_, Error>((before, neighbours))
+            let coverage = coverage::suite_coverage(ctx, &p.worktree, p.sandbox.as_ref()).await?;
+            Ok::<_, Error>((
+                before,
+                Neighbours {
+                    files,
+                    before: before_run,
+                    coverage: Some(coverage),
+                },
+            ))
         }
         .await;
         match prepared {
@@ -597,22 +606,32 @@ impl<'a> Prover<'a> {
             &message,
         )
         .await?;
-        if let Some((display, spec, before_run)) = &self.neighbours
-            && patch.is_some()
-        {
-            experiments.push(
-                neighbour_experiment(
-                    ctx,
-                    self.classification,
-                    display,
-                    spec,
-                    &self.worktree,
-                    self.sandbox.as_ref(),
-                    before_run,
-                )
-                .await?,
-            );
+        let mut tests = vec![
+            regression_command(ctx, self.classification).0,
+            ctx.test.display(),
+        ];
+        let mut covering = Vec::new();
+        if patch.is_some() {
+            let plan = self.neighbours.plan(ctx, a).await?;
+            covering = plan.covering.clone();
+            if let Some((display, spec)) = neighbour_spec(ctx, self.classification, &plan.selection)
+            {
+                experiments.push(
+                    neighbour_experiment(
+                        ctx,
+                        self.classification,
+                        &display,
+                        &spec,
+                        &self.worktree,
+                        self.sandbox.as_ref(),
+                        &plan,
+                    )
+                    .await?,
+                );
+                tests.push(display);
+            }
         }
+        tests.dedup();
         let judgement = judge_fix(&experiments, 1);
         let h = &mut self.h;
         h.summary = a.summary.clone();
@@ -626,18 +645,16 @@ impl<'a> Prover<'a> {
             ("line", a.line.into()),
             ("edit", a.description.clone().into()),
             ("attempt", self.attempts.into()),
-            (
-                "tests_run",
-                tests_run(
-                    ctx,
-                    self.classification,
-                    self.neighbours.as_ref().map(|(d, _, _)| d.as_str()),
-                )
-                .into(),
-            ),
+            ("tests_run", tests.into()),
         ] {
             detail.insert(k.into(), v);
         }
+        // Which tests coverage added, or why it added none.
+        match self.neighbours.coverage.as_ref() {
+            Some(Ok(_)) => detail.insert("covering_tests".into(), covering.into()),
+            Some(Err(why)) => detail.insert("coverage".into(), why.clone().into()),
+            None => None,
+        };
         h.detail = Some(serde_json::Value::Object(detail));
         let mut reason = format!("{} ({}: {}", judgement.reason, a.source, a.description);
         if !self.earlier.is_empty() {
@@ -717,31 +734,84 @@ fn summary(c: &Candidate) -> String {
     )
 }
 
-/// The commands that judged the fix, for the report.
-fn tests_run(
-    ctx: &Context,
-    classification: &Classification,
-    neighbours: Option<&str>,
-) -> Vec<String> {
-    let mut run = vec![
-        regression_command(ctx, classification).0,
-        ctx.test.display(),
-    ];
-    run.extend(neighbours.map(str::to_string));
-    run.dedup();
-    run
+/// What judges an attempt beside the contract: the neighbour test files
+/// found by name (run once at the bad revision when the Prover opens), and
+/// the suite's coverage for the tests that run the patched function.
+#[derive(Default)]
+struct Neighbours {
+    /// The failing test's files and the test files naming a patched
+    /// function (pytest only).
+    files: Vec<String>,
+    /// Those files at the bad revision.
+    before: Option<tracelab_domain::ports::CommandResult>,
+    /// `None` before the Prover opened; `Some(Err(why))` when coverage
+    /// selects nothing.
+    coverage: Option<std::result::Result<coverage::Coverage, String>>,
 }
 
-/// pytest on the failing test's files and on the test files that name a
-/// patched function, when that is more than the test command already runs.
-async fn neighbour_command(
+/// The neighbour tests of one attempt.
+struct Plan {
+    /// Files and node ids to run.
+    selection: Vec<String>,
+    /// The node ids coverage added.
+    covering: Vec<String>,
+    /// Covering tests left out by the cap.
+    more: usize,
+    /// Tests that already failed at the bad revision.
+    already: BTreeSet<String>,
+}
+
+impl Neighbours {
+    async fn plan(&self, ctx: &Context, a: &Attempt) -> Result<Plan> {
+        let mut already: BTreeSet<String> = self
+            .before
+            .iter()
+            .flat_map(|b| TestRun::read(ctx.test.runner, &b.output).failing_tests())
+            .collect();
+        let mut selection = self.files.clone();
+        let mut covering = Vec::new();
+        let mut more = 0;
+        if let Some(Ok(coverage)) = &self.coverage {
+            let git = ctx.pool.workspace().git();
+            let mut edits = Vec::new();
+            for (path, content) in &a.files {
+                edits.push((
+                    path.clone(),
+                    git.show_file(&ctx.bad, path).await?,
+                    content.clone(),
+                ));
+            }
+            let (ids, left_out) = coverage.covering(&coverage::patched_regions(&edits));
+            more = left_out;
+            for id in ids {
+                // A test in a file that runs whole already is not repeated.
+                let file = id.split("::").next().unwrap_or_default();
+                if !self.files.iter().any(|f| f == file) {
+                    selection.push(id.clone());
+                    covering.push(id);
+                }
+            }
+            already.extend(coverage.failing_before());
+        }
+        Ok(Plan {
+            selection,
+            covering,
+            more,
+            already,
+        })
+    }
+}
+
+/// The failing test's files and the test files that name a patched
+/// function (`git grep -w` at the bad revision, at most
+/// [`NEIGHBOUR_FILES`] per function), for pytest.
+async fn neighbour_files(
     ctx: &Context,
-    classification: &Classification,
     symbols: &[&str],
     judges: &BTreeSet<String>,
-) -> Result<Option<(String, CommandSpec)>> {
+) -> Result<Vec<String>> {
     if ctx.test.runner != Runner::Pytest {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let mut files: BTreeSet<String> = judges.iter().filter(|f| is_test_path(f)).cloned().collect();
     let git = ctx.pool.workspace().git();
@@ -771,18 +841,23 @@ async fn neighbour_command(
                 .map(str::to_string),
         );
     }
-    let Some(first) = files.iter().next() else {
-        return Ok(None);
-    };
-    let Some(mut argv) = runner::isolate(ctx.test.runner, &ctx.test.argv, first) else {
-        return Ok(None);
-    };
-    argv.extend(files.iter().skip(1).cloned());
+    Ok(files.into_iter().collect())
+}
+
+/// pytest on `selection` (files and node ids), when that is more than the
+/// test command or the failing test alone already runs.
+fn neighbour_spec(
+    ctx: &Context,
+    classification: &Classification,
+    selection: &[String],
+) -> Option<(String, CommandSpec)> {
+    let first = selection.first()?;
+    let mut argv = runner::isolate(ctx.test.runner, &ctx.test.argv, first)?;
+    argv.extend(selection.iter().skip(1).cloned());
     if argv == ctx.test.argv || Some(argv.clone()) == classification.isolated_command(&ctx.test) {
-        return Ok(None);
+        return None;
     }
-    let display = shell_words::join(&argv);
-    Ok(Some((display, ctx.spec(&argv, &[]))))
+    Some((shell_words::join(&argv), ctx.spec(&argv, &[])))
 }
 
 /// The neighbour tests after the fix: passing, or failing only where they
@@ -794,7 +869,7 @@ async fn neighbour_experiment(
     spec: &CommandSpec,
     worktree: &Worktree,
     sandbox: &dyn Sandbox,
-    before: &tracelab_domain::ports::CommandResult,
+    plan: &Plan,
 ) -> Result<Experiment> {
     let revision = crate::git::run_git(&worktree.path, &["rev-parse", "HEAD"]).await?;
     let judged = exec_judged(sandbox, spec, ctx.test.runner, None).await?;
@@ -805,11 +880,24 @@ async fn neighbour_experiment(
         &judged,
         ctx.config.stored_output_limit,
     );
-    e.note = Some("the failing test's files and the test files naming the patched function".into());
+    let what = match (plan.covering.len(), plan.more) {
+        (0, _) => {
+            "the failing test's files and the test files naming the patched function".to_string()
+        }
+        (n, 0) => format!(
+            "the failing test's files, the test files naming the patched function and {n} test(s) covering it (coverage.py)"
+        ),
+        (n, more) => format!(
+            "the failing test's files, the test files naming the patched function and {n} test(s) covering it (coverage.py; {more} more left out by the cap of {})",
+            coverage::COVERING_TESTS
+        ),
+    };
+    e.note = Some(what.clone());
     if judged.outcome != Outcome::Pass && judged.outcome != Outcome::Blocked {
-        let already: BTreeSet<String> = TestRun::read(ctx.test.runner, &before.output)
-            .failing_tests()
-            .into_iter()
+        let already: BTreeSet<String> = plan
+            .already
+            .iter()
+            .cloned()
             .chain(
                 classification
                     .baseline
@@ -821,17 +909,17 @@ async fn neighbour_experiment(
             .failing_tests()
             .into_iter()
             .collect();
-        if !now.is_empty() && now.is_subset(&already) && before.exit_code != Some(0) {
+        if !now.is_empty() && now.is_subset(&already) {
             e.outcome = Outcome::Pass;
             e.note = Some(format!(
-                "the failing test's files and the test files naming the patched function; only failures that already happened before the fix remain: {}",
+                "{what}; only failures that already happened before the fix remain: {}",
                 now.into_iter().collect::<Vec<_>>().join(", ")
             ));
         } else {
             e.outcome = Outcome::Fail;
             let new: Vec<String> = now.difference(&already).cloned().collect();
             e.note = Some(format!(
-                "the fix breaks tests beside the failing one: {}",
+                "the fix breaks tests beside the failing one: {} ({what})",
                 if new.is_empty() {
                     "see the output".to_string()
                 } else {

@@ -1,0 +1,123 @@
+//! Neighbour tests by coverage (#12): a template edit that passes the
+//! failing test and its whole file, but breaks a test in another file that
+//! reaches the patched function only through a caller (no `git grep` of the
+//! function's name finds it), is REJECTED because coverage.py says that
+//! test runs the function; the report names the tests that were run. Runs
+//! Debian's python3, which has pytest and coverage.py (CI installs
+//! python3-coverage; `.ci/run`).
+
+use std::sync::Arc;
+use std::time::Duration;
+use tracelab_domain::experiment::{Outcome, Step};
+use tracelab_domain::hypothesis::{HypothesisKind, HypothesisStatus};
+use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
+use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_store::SqliteStore;
+use tracelab_testkit::FixtureRepo;
+
+const SYSTEM_PATH: &str = "/usr/bin:/bin";
+
+/// The failing test wants `offset(5) == 7`; the off-by-one edit `n + 2`
+/// gives it that and breaks `label`, which `test_label.py` checks without
+/// ever naming `offset`.
+const APP: &str =
+    "def offset(n):\n    return n + 1\n\n\ndef label(n):\n    return \"item-%d\" % offset(n)\n";
+const TEST_OFFSET: &str =
+    "from app import offset\n\n\ndef test_offset():\n    assert offset(5) == 7\n";
+const TEST_LABEL: &str =
+    "from app import label\n\n\ndef test_label():\n    assert label(1) == \"item-2\"\n";
+
+fn coverage_py() -> bool {
+    std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import coverage, pytest"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_rejected() {
+    if !coverage_py() {
+        assert!(
+            std::env::var_os("TRACELAB_REQUIRE_BACKENDS").is_none(),
+            "coverage.py and pytest are required for /usr/bin/python3"
+        );
+        eprintln!("skipped: /usr/bin/python3 has no coverage.py or pytest");
+        return;
+    }
+    let mut repo = FixtureRepo::new();
+    repo.commit(
+        "Offsets and labels",
+        &[
+            ("app.py", APP),
+            ("test_offset.py", TEST_OFFSET),
+            ("test_label.py", TEST_LABEL),
+        ],
+    );
+    repo.commit("Notes", &[("NOTES.md", "notes\n")]);
+    let config = EngineConfig {
+        parallelism: 2,
+        command_timeout: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let local = LocalConfig {
+        path: SYSTEM_PATH.into(),
+        allowlist: config.allowlist.clone(),
+    };
+    let engine = Engine {
+        config,
+        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
+        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
+        progress: Arc::new(Silent),
+    };
+    let report = engine
+        .investigate(InvestigateRequest {
+            repo: repo.path().to_path_buf(),
+            test_command: "python3 -m pytest -q -p no:cacheprovider test_offset.py::test_offset"
+                .into(),
+            good: None,
+            bad: None,
+            issue_id: Some("T-1".into()),
+        })
+        .await
+        .expect("the investigation completes");
+    assert!(report.winner.is_none(), "{:?}", report.winner);
+    let h = report
+        .hypotheses
+        .iter()
+        .find(|h| h.kind == HypothesisKind::Patch)
+        .expect("a repair hypothesis");
+    assert_eq!(h.status, HypothesisStatus::Rejected, "{}", h.status_reason);
+    let detail = h.detail.as_ref().unwrap();
+    assert_eq!(detail["operator"], "off_by_one", "{detail}");
+    assert_eq!(
+        detail["covering_tests"],
+        serde_json::json!(["test_label.py::test_label"]),
+        "{detail}"
+    );
+    let run: Vec<&str> = detail["tests_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        run.iter()
+            .any(|c| c.contains("test_offset.py") && c.contains("test_label.py::test_label")),
+        "{run:?}"
+    );
+    let neighbours = h
+        .experiments
+        .iter()
+        .find(|e| e.step == Step::ExistingTests && e.command.contains("test_label.py::test_label"))
+        .expect("the neighbour tests ran");
+    assert_eq!(neighbours.outcome, Outcome::Fail);
+    let note = neighbours.note.as_deref().unwrap();
+    assert!(
+        note.contains("breaks tests beside the failing one: test_label.py::test_label"),
+        "{note}"
+    );
+    assert!(
+        note.contains("1 test(s) covering it (coverage.py)"),
+        "{note}"
+    );
+}
