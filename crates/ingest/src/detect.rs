@@ -10,8 +10,9 @@ const SAMPLE: usize = 256 * 1024;
 static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^=+ (?:test session starts|FAILURES|ERRORS|short test summary info) =+$|^(?:FAILED|ERROR) [\w/.\-]+\.py::").unwrap()
 });
-static UNITTEST: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(?:FAIL|ERROR): \S+ \([\w.]+\)$[\r\n]+^-{50,}$").unwrap());
+static UNITTEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^(?:FAIL|ERROR): \S+ \([\w.]+\)(?: [\[(].*)?$[\r\n]+^-{50,}$").unwrap()
+});
 static NEXTEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^\s+Starting \d+ tests? across \d+ binar|^\s+(?:FAIL|SIGSEGV|SIGABRT|TIMEOUT|PASS) \[\s*[\d.]+s\] ").unwrap()
 });
@@ -152,5 +153,18 @@ mod tests {
             DetectedFormat::BuildLog
         );
         assert_eq!(detect("hello\nworld\n"), DetectedFormat::Text);
+        // A unittest subtest's block, with its message or its parameters.
+        let dashes = "-".repeat(70);
+        for header in [
+            "FAIL: test_a (m.T.test_a)",
+            "FAIL: test_a (m.T.test_a) [msg]",
+            "FAIL: test_a (m.T.test_a) (i=1)",
+        ] {
+            assert_eq!(
+                detect(&format!("{header}\n{dashes}\n")),
+                DetectedFormat::Unittest,
+                "{header}"
+            );
+        }
     }
 }
