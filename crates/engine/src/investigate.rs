@@ -176,8 +176,11 @@ async fn pipeline(
     } = propose_awaiting_fix(ctx, reproduction, good.clone()).await?;
     tracker.move_to(Verifying, None).await?;
     let mut hypotheses = proposal.hypotheses.clone();
-    // The revert's verification (its own sandbox) beside the order and
-    // environment checks (the pool's slots).
+    // The revert's verification (its own sandbox) beside the code index.
+    // The order and environment checks (the pool's slots) run beside them
+    // only when there is no revert to verify; otherwise they wait for its
+    // verdict: a verified revert explains the failure whatever they would
+    // find, and on a small machine their runs slow the verification down.
     let verified = async {
         match &proposal.revert {
             Some(candidate) => verify_candidate(ctx, &classification, candidate)
@@ -186,7 +189,14 @@ async fn pipeline(
             None => Ok(None),
         }
     };
-    let checks = behaviour_checks(ctx, &classification);
+    let checks_beside = proposal.revert.is_none();
+    let checks = async {
+        if checks_beside {
+            behaviour_checks(ctx, &classification).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    };
     let suspects = async {
         Ok(match &proposal.revert {
             Some(r) => code_path::suspects_after_culprit(ctx, &classification, &r.culprit).await,
@@ -203,7 +213,12 @@ async fn pipeline(
         .as_ref()
         .is_some_and(|h| h.status == HypothesisStatus::Verified);
     hypotheses.extend(revert);
-    hypotheses.extend(numbered(ctx, checked, proposal.next_number()));
+    let mut checks_deferred = checked.is_none();
+    hypotheses.extend(numbered(
+        ctx,
+        checked.unwrap_or_default(),
+        proposal.next_number(),
+    ));
     if let (Some(pending), Some(confirmation)) = (pending, classification.fix_confirmation) {
         if revert_verified {
             classification.decision.confident = true;
@@ -228,10 +243,22 @@ async fn pipeline(
                 proposal = propose_again(ctx, &classification, good, suspects).await?;
                 proposal.notes.splice(0..0, notes);
                 hypotheses = proposal.hypotheses.clone();
+                // The agents ran again, the behaviour checks among them.
+                checks_deferred = false;
                 if let Some(candidate) = &proposal.revert {
                     hypotheses.push(verify_candidate(ctx, &classification, candidate).await?);
                 }
             }
+        }
+    }
+    if checks_deferred {
+        if revert_verified {
+            proposal.notes.push(
+                "order and environment checks not run: the culprit's revert is verified, which explains the failure (they run when no revert is verified)".into(),
+            );
+        } else {
+            let checked = behaviour_checks(ctx, &classification).await?;
+            hypotheses.extend(numbered(ctx, checked, proposal.next_number()));
         }
     }
     if crate::agents::experience::wanted(&ctx.config, &classification, &hypotheses) {
