@@ -10,6 +10,7 @@ use tracelab_domain::hypothesis::{Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::report::Report;
 use tracelab_domain::state::InvestigationState;
 use tracelab_domain::verdict::Verdict;
+use tracelab_engine::agents::experience::Experience;
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, RepairMode, Silent};
 use tracelab_llm::fake::{Answer, FakeChat, Seen, down_url};
 use tracelab_llm::{ApiKey, LlmClient, LlmSettings};
@@ -297,7 +298,8 @@ async fn a_slow_server_hits_the_wall_budget() {
 }
 
 #[tokio::test]
-async fn no_planted_secret_in_the_failure_or_the_source_reaches_the_server() {
+async fn no_planted_secret_in_the_failure_the_source_the_neighbourhood_or_past_fixes_reaches_the_server()
+ {
     // Values a Python string literal can hold as they are, one of each kind.
     let mut kinds = std::collections::BTreeSet::new();
     // Each value in its realistic line, as the redaction corpus plants it.
@@ -312,20 +314,85 @@ async fn no_planted_secret_in_the_failure_or_the_source_reaches_the_server() {
         .iter()
         .map(|(_, _, line)| format!("    \"{line}\",\n"))
         .collect();
+    // The suspect calls `clip`, and `report.summary` calls the suspect: the
+    // index's call neighbourhood puts both in the prompt, each with
+    // secrets in the lines shown.
+    let first = &chosen[0].2;
+    let last = &chosen[chosen.len() - 1].2;
     let app = format!(
-        "SETTINGS = [\n{listed}]\n\n\ndef window(xs, start, size):\n    token = SETTINGS[0]\n    end = size\n    return xs[start:end]\n"
+        "SETTINGS = [\n{listed}]\n\n\ndef clip(n, xs):\n    fallback = \"{last}\"\n    return min(n, len(xs))\n\n\ndef window(xs, start, size):\n    token = SETTINGS[0]\n    end = clip(size, xs)\n    return xs[start:end]\n"
+    );
+    let report_py = format!(
+        "from app import window\n\n\ndef summary(xs):\n    return (window(xs, 0, 2), \"{first}\")\n"
     );
     let tests = "from app import SETTINGS, window\n\n\ndef test_window():\n    assert window([1, 2, 3, 4], 1, 2) == [2, 3], \" \".join(SETTINGS)\n";
     let mut repo = FixtureRepo::new();
-    repo.commit("Windows", &[("app.py", &app), ("test_app.py", tests)]);
+    repo.commit(
+        "Windows",
+        &[
+            ("app.py", &app),
+            ("report.py", &report_py),
+            ("test_app.py", tests),
+        ],
+    );
     repo.commit("Notes", &[("NOTES.md", "notes\n")]);
+    let command = "python3 -m pytest -q -p no:cacheprovider test_app.py::test_window";
+    // A past fix of the same failing test in this repository and workflow
+    // (an L1 experience record), with secrets in its diff. Its hunk is not
+    // in the code any more, so the experience agent cannot re-apply it and
+    // the model gets it as an example.
+    let secret_lines: String = chosen
+        .iter()
+        .map(|(_, _, line)| format!("+    # {line}\n"))
+        .collect();
+    let patch = format!(
+        "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def window(xs, start, size):\n-    stop = size\n+    stop = start + size\n{secret_lines}"
+    );
+    let record: tracelab_experience::ExperienceRecord = serde_json::from_value(serde_json::json!({
+        "id": "a1b2c3d4e5f60718",
+        "history": "aaaa..bbbb",
+        "repository": "planted/repo",
+        "workflow": format!("local: {command}"),
+        "problem": "test_app.py::test_window",
+        "concrete": {
+            "signature": "test_app.py::test_window",
+            "failure_type": "test_failure",
+            "test": "test_app.py::test_window",
+            "error_types": ["AssertionError"],
+            "files": ["app.py"],
+            "symbols": ["window"],
+            "patch": patch,
+            "validation": command,
+            "supporting_commits": ["bbbb"],
+            "fixed_at": "bbbbccccdddd0000",
+            "agreement": null,
+            "needs": []
+        },
+        "strategy": {
+            "check": "local/test",
+            "failure_type": "test_failure",
+            "validation": command,
+            "actions": [],
+            "conditions": [],
+            "failed_attempts": 0
+        },
+        "pattern": {
+            "failure_type": "test_failure",
+            "mechanism": "wrong slice end",
+            "signals": [],
+            "approach": ["compute the end from the start"]
+        }
+    }))
+    .expect("an experience record");
     let fake = FakeChat::start(vec![Answer::Reply("no edit".into())]).await;
-    let report = investigate(
-        repo.path(),
-        "python3 -m pytest -q -p no:cacheprovider test_app.py::test_window",
-        &fake.base_url,
-        |c| c.max_patch_attempts = 1,
-    )
+    let report = investigate(repo.path(), command, &fake.base_url, |c| {
+        c.max_patch_attempts = 1;
+        c.experience = Some(Arc::new(Experience {
+            records: vec![record],
+            workflow: None,
+            repository: Some("planted/repo".into()),
+        }));
+    })
     .await;
     let seen = fake.seen();
     assert_eq!(
@@ -338,6 +405,24 @@ async fn no_planted_secret_in_the_failure_or_the_source_reaches_the_server() {
     let prompt = body["messages"][1]["content"].as_str().unwrap();
     assert!(prompt.contains("def window(xs, start, size):"), "{prompt}");
     assert!(prompt.contains("AssertionError"), "{prompt}");
+    // The call neighbourhood from the index: the caller with its calling
+    // line (redacted like the rest), the callee (a suspect here, so its
+    // body is the one shown above).
+    assert!(prompt.contains("call neighbourhood"), "{prompt}");
+    assert!(
+        prompt.contains(
+            "Called by:\n- `py:report.summary` (report.py:5): `return (window(xs, 0, 2),"
+        ),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Calls:\n- `py:app.clip` (app.py"),
+        "{prompt}"
+    );
+    // The past fix, as its diff.
+    assert!(prompt.contains("Past fixes of this failure"), "{prompt}");
+    assert!(prompt.contains("Record a1b2c3d4e5f6"), "{prompt}");
+    assert!(prompt.contains("+    stop = start + size"), "{prompt}");
     let leaked: Vec<String> = chosen
         .iter()
         .flat_map(|(k, v, _)| {

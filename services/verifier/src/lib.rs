@@ -319,7 +319,11 @@ impl Verifier {
         let mut config = engine_config(job.limits.as_ref(), &self.sandbox)?;
         config.parallelism = 1;
         self.repair.apply(&mut config, self.chat_model.clone());
-        if job.kind() == HypothesisKind::Experience {
+        // The experience agent reuses the records; the LLM patch agent shows
+        // them in its prompt as past fixes of the same failure.
+        if job.kind() == HypothesisKind::Experience
+            || (job.kind() == HypothesisKind::Repair && config.repair.model())
+        {
             config.experience = Some(Arc::new(self.experience(&job.repository).await?));
         }
         let checkout = self

@@ -161,7 +161,7 @@ pub fn preview(ctx: &Context, classification: &Classification) -> Preview {
 
 /// The failure decomposed into problems and the records retrieved for them
 /// under the scope rules.
-fn retrieval<'e>(
+pub(crate) fn retrieval<'e>(
     ctx: &Context,
     experience: &'e Experience,
     output: &str,

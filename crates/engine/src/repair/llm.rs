@@ -1,8 +1,11 @@
 //! The LLM patch agent (`--repair llm|all`): the second source of fixes
 //! beyond revert, beside the templates and through the same gates.
 //!
-//! Each model call gets the failing output, the suspect functions' source
-//! and their call sites, and (from the second call on) what happened to the
+//! Each model call gets the failing output, the suspect functions' source,
+//! their call neighbourhood from the code index (`neighbourhood`), the
+//! culprit's diff when a search named one, the past fixes of the same
+//! failure from the experience records (`past`), each section within its
+//! own byte budget, and (from the second call on) what happened to the
 //! previous answer. The answer must be SEARCH/REPLACE blocks or a unified
 //! diff (`diff`, each hunk placed by its text); it is parsed strictly and
 //! checked against the patch safety rules and the oracle
@@ -34,7 +37,10 @@ use tracelab_domain::ports::{ChatMessage, ChatModel, ChatRequest};
 use tracelab_domain::report::Suspect;
 use tracelab_domain::{Error, ErrorKind, Result};
 
+mod budget;
 mod diff;
+mod neighbourhood;
+mod past;
 
 /// Suspect functions shown to the model, best first.
 const PROMPT_SUSPECTS: usize = 5;
@@ -468,7 +474,31 @@ async fn prompt_context(
             names.push(name.to_string());
         }
     }
-    // The call neighbourhood: where the suspects are named outside tests.
+    // The call neighbourhood from the code index; `git grep` call sites
+    // when the index cannot read the repository.
+    match neighbourhood::section(ctx, shown).await {
+        Ok(section) => text.push_str(&section),
+        Err(why) => text.push_str(&grep_call_sites(ctx, &names, &why).await),
+    }
+    if let Some(c) = culprit {
+        // The commit a search named; its revert was not verified (it may
+        // also undo work that later commits need).
+        text.push_str(&format!(
+            "\n## The commit that introduced the failure: {} \"{}\" (its revert was not verified)\n```diff\n{}\n```\n",
+            &c.commit[..c.commit.len().min(12)],
+            c.summary,
+            head(&c.diff, CULPRIT_DIFF_BYTES)
+        ));
+    }
+    text.push_str(&past::section(ctx, output));
+    Ok(text)
+}
+
+/// Where the suspects are named outside tests (`git grep` at the bad
+/// revision): the call sites when the code index could not give its call
+/// graph (`why`).
+async fn grep_call_sites(ctx: &Context, names: &[String], why: &str) -> String {
+    let git = ctx.pool.workspace().git();
     let mut sites = Vec::new();
     for name in names.iter().take(3) {
         let found = git
@@ -491,23 +521,17 @@ async fn prompt_context(
                 .map(|l| l.chars().take(200).collect::<String>()),
         );
     }
-    if !sites.is_empty() {
-        text.push_str(&format!(
-            "\n## Where they are called (path:line:text)\n```\n{}\n```\n",
-            sites.join("\n")
-        ));
+    if sites.is_empty() {
+        return String::new();
     }
-    if let Some(c) = culprit {
-        // The commit a search named; its revert was not verified (it may
-        // also undo work that later commits need).
-        text.push_str(&format!(
-            "\n## The commit that introduced the failure: {} \"{}\" (its revert was not verified)\n```diff\n{}\n```\n",
-            &c.commit[..c.commit.len().min(12)],
-            c.summary,
-            head(&c.diff, CULPRIT_DIFF_BYTES)
-        ));
-    }
-    Ok(text)
+    tracing::debug!(
+        reason = why,
+        "call sites by git grep: the code index failed"
+    );
+    format!(
+        "\n## Where they are called (path:line:text)\n```\n{}\n```\n",
+        sites.join("\n")
+    )
 }
 
 /// The first `limit` bytes of `text`, cut at a character boundary.
