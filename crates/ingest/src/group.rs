@@ -316,6 +316,75 @@ impl FailureGroup {
         });
         self.version += 1;
     }
+
+    /// An undone similarity merge: the sightings of another exact key that
+    /// this group counted (`moved`) leave it. The count drops by as many;
+    /// a commit, branch, test or repository leaves the group only when no
+    /// sighting that stays (`kept`: the group's other recorded sightings)
+    /// has it too; first and last seen are taken from `kept` when a moved
+    /// sighting was the earliest or the latest. Status, regressions and the
+    /// investigation mark stay: they were decided on the group as a whole.
+    ///
+    /// Returns the group the moved sightings form on their own (`own`, the
+    /// exact key's group when it already has one, else a new one, counted
+    /// in time order), or `own` unchanged when nothing moved.
+    pub fn give_back(
+        &mut self,
+        moved: &[Occurrence],
+        kept: &[Occurrence],
+        own: Option<FailureGroup>,
+    ) -> Option<FailureGroup> {
+        if moved.is_empty() {
+            return own;
+        }
+        let n = u64::try_from(moved.len()).unwrap_or(u64::MAX);
+        // The group's own first sighting always stays: it is never emptied.
+        self.count = self.count.saturating_sub(n).max(1);
+        self.version += 1;
+        type Field = fn(&Occurrence) -> &Option<String>;
+        let fields: [(Field, &mut BTreeSet<String>); 4] = [
+            (|o| &o.commit, &mut self.commits),
+            (|o| &o.branch, &mut self.branches),
+            (|o| &o.test_id, &mut self.test_ids),
+            (|o| &o.repository, &mut self.repositories),
+        ];
+        for (field, set) in fields {
+            for v in moved.iter().filter_map(|o| field(o).as_ref()) {
+                if !kept.iter().any(|o| field(o).as_ref() == Some(v)) {
+                    set.remove(v);
+                }
+            }
+        }
+        let kept_at = || kept.iter().map(|o| o.at);
+        if moved.iter().any(|o| o.at >= self.last_seen)
+            && let Some(last) = kept_at().max()
+        {
+            self.last_seen = last.max(self.first_seen);
+        }
+        if moved.iter().any(|o| o.at <= self.first_seen)
+            && let Some(first) = kept_at().min()
+        {
+            self.first_seen = first.min(self.last_seen);
+        }
+        let mut moved: Vec<&Occurrence> = moved.iter().collect();
+        moved.sort_by_key(|o| o.at);
+        let mut own = own;
+        for o in moved {
+            let o = Occurrence {
+                key: own
+                    .as_ref()
+                    .map_or_else(|| o.key.clone(), |g| g.key.clone()),
+                ..o.clone()
+            };
+            match &mut own {
+                Some(g) => {
+                    g.observe(&o);
+                }
+                None => own = Some(FailureGroup::new(&o)),
+            }
+        }
+        own
+    }
 }
 
 /// When groups get investigated.
@@ -461,5 +530,77 @@ pub fn decide(
             count: group.count,
             commits,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sighting(key: &str, at: i64, commit: &str, branch: &str) -> Occurrence {
+        Occurrence::new(
+            GroupKey(key.into()),
+            at,
+            FailureKind::Exception,
+            Language::Python,
+            "KeyError: 'email'",
+        )
+        .on(Some(commit), Some(branch))
+    }
+
+    #[test]
+    fn an_undone_merge_gives_back_its_sightings_and_keeps_what_others_share() {
+        let own = [
+            sighting("a", 100, "c1", "main"),
+            sighting("a", 300, "c3", "main"),
+        ];
+        // b's sightings, counted in a by a merge: one on a commit a shares, one the latest.
+        let moved = [
+            sighting("b", 200, "c1", "feature"),
+            sighting("b", 400, "c4", "feature"),
+        ];
+        let mut a = FailureGroup::new(&own[0]);
+        a.observe(&moved[0].clone_into_key("a"));
+        a.observe(&own[1]);
+        a.observe(&moved[1].clone_into_key("a"));
+        assert_eq!((a.count, a.last_seen), (4, 400));
+
+        let b = a.give_back(&moved, &own, None).expect("b's own group");
+        assert_eq!((a.count, a.first_seen, a.last_seen), (2, 100, 300));
+        assert_eq!(
+            Vec::from_iter(a.commits.iter().map(String::as_str)),
+            ["c1", "c3"]
+        );
+        assert_eq!(
+            Vec::from_iter(a.branches.iter().map(String::as_str)),
+            ["main"]
+        );
+        assert_eq!(
+            (b.key.0.as_str(), b.count, b.first_seen, b.last_seen),
+            ("b", 2, 200, 400)
+        );
+        assert_eq!(
+            Vec::from_iter(b.commits.iter().map(String::as_str)),
+            ["c1", "c4"]
+        );
+        assert_eq!(b.status, GroupStatus::Open);
+
+        // Nothing moved: nothing changes.
+        let before = a.clone();
+        assert_eq!(a.give_back(&[], &own, None), None);
+        assert_eq!(a, before);
+        // The exact key already has a group: the sightings join it.
+        let existing = FailureGroup::new(&sighting("b", 50, "c0", "feature"));
+        let b = a.give_back(&moved[..1], &own, Some(existing)).unwrap();
+        assert_eq!((b.count, b.first_seen, b.last_seen), (2, 50, 200));
+    }
+
+    impl Occurrence {
+        fn clone_into_key(&self, key: &str) -> Occurrence {
+            Occurrence {
+                key: GroupKey(key.into()),
+                ..self.clone()
+            }
+        }
     }
 }

@@ -64,6 +64,13 @@ pub struct StackProfile {
     /// missing different names are different bugs, whatever their frames.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The third-party package whose code raised the failure
+    /// ([`package_of`]: `node_modules/<name>`, `site-packages/<name>`, a Go
+    /// module, a Cargo registry crate), when the innermost frame with a
+    /// function is library code: one error raised by two packages (eslint
+    /// rules of two plugins calling a removed API) is two bugs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised_in: Option<String>,
 }
 
 fn file_name(path: &str) -> &str {
@@ -174,6 +181,89 @@ fn token(f: &Frame) -> Option<FrameToken> {
     })
 }
 
+/// The package a library file belongs to: the first directory of its path
+/// once the install location is cut (`node_modules/`, `site-packages/`,
+/// `dist-packages/`, a Go module cache's `pkg/mod/`, a Cargo registry's
+/// `registry/src/<index>/`; the normaliser has already cut them from parsed
+/// frames), `@scope/name` for a scoped npm package, `host/owner/repo` for a
+/// Go module, without a version (`serde-1.0.100`, `…@v1.2.3`). `None` for a
+/// file directly at the root (`events.js`): it names no package.
+pub fn package_of(path: &str) -> Option<String> {
+    let p = path.replace('\\', "/");
+    let mut rest = p.as_str();
+    for marker in [
+        "node_modules/",
+        "site-packages/",
+        "dist-packages/",
+        "pkg/mod/",
+    ] {
+        if let Some(i) = rest.rfind(marker) {
+            rest = &rest[i + marker.len()..];
+        }
+    }
+    if let Some(i) = rest.rfind("registry/src/") {
+        rest = rest[i + "registry/src/".len()..].split_once('/')?.1;
+    }
+    let rest = rest.trim_start_matches("./").trim_start_matches('/');
+    let (first, tail) = rest.split_once('/')?;
+    if first.is_empty() || first == "." || first == ".." || tail.is_empty() {
+        return None;
+    }
+    let name = if first.starts_with('@') {
+        format!("{first}/{}", tail.split('/').next()?)
+    } else if first.contains('.') {
+        // A Go module: `github.com/owner/repo[@version]/…`.
+        let module: Vec<&str> = std::iter::once(first)
+            .chain(tail.split('/').take(2))
+            .collect();
+        module.join("/")
+    } else {
+        first.to_owned()
+    };
+    // A version after `@` (the leading `@` of a scope is not one).
+    let end = name[1..].find('@').map_or(name.len(), |i| i + 1);
+    let name = &name[..end];
+    let name = name
+        .rsplit_once('-')
+        .filter(|(n, v)| !n.is_empty() && v.starts_with(|c: char| c.is_ascii_digit()))
+        .map_or(name, |(n, _)| n);
+    Some(name.to_owned())
+}
+
+/// The package that raised a failure: that of the innermost library frame
+/// with a function that lies in a package, passing over the runtime's own
+/// frames (Node's `node:`/`internal/` modules, files outside any directory
+/// such as `events.js`, which every trace on that runtime shares). `None`
+/// when an app frame comes first: raised in app code. JVM frames name a
+/// class, not an installed file (their path's first directory is a
+/// namespace such as `org`), so a JVM trace has none.
+fn raising_package(frames: &[Frame], language: Language) -> Option<String> {
+    if language == Language::Java {
+        return None;
+    }
+    for f in frames.iter().rev() {
+        let Some(function) = f.function.as_deref() else {
+            continue;
+        };
+        if function.is_empty() || function == "<unknown>" || panic_machinery(function) {
+            continue;
+        }
+        if f.in_app {
+            return None;
+        }
+        let Some(file) = f.file.as_deref() else {
+            continue;
+        };
+        if file.starts_with("node:") || file.starts_with("internal/") {
+            continue;
+        }
+        if let Some(p) = package_of(file) {
+            return Some(p);
+        }
+    }
+    None
+}
+
 fn short_type(t: &str) -> String {
     let t = t.trim();
     let t = t.strip_prefix("builtins.").unwrap_or(t);
@@ -195,6 +285,7 @@ impl StackProfile {
             .collect();
         let mut exception_type = f.exception_type.as_deref();
         let mut message = f.message.as_str();
+        let mut raised_in = raising_package(&f.frames, f.language);
         let mut frames = if own.is_empty() {
             // The cause whose frames stand in also names the type: a wrapper
             // without frames says less about the bug than what it wraps.
@@ -213,6 +304,7 @@ impl StackProfile {
                 .find(|(_, v)| !v.is_empty())
                 .map(|(c, v)| {
                     exception_type = c.exception_type.as_deref().or(exception_type);
+                    raised_in = raising_package(&c.frames, f.language);
                     v
                 })
                 .unwrap_or_default()
@@ -256,6 +348,7 @@ impl StackProfile {
             exception_type: exception_type.map(short_type),
             message_words,
             missing,
+            raised_in: raised_in.map(|p| crate::input::truncate_str(&p, MAX_TOKEN_PART).to_owned()),
         }
     }
 }
@@ -414,7 +507,10 @@ pub fn similarity(
     // Without a stack there is nothing to merge on beyond the exact key;
     // two imports of different missing names are two bugs.
     let other_names = !a.missing.is_empty() && !b.missing.is_empty() && a.missing != b.missing;
-    if fa.is_empty() || fb.is_empty() || other_names {
+    // Raised by two third-party packages: two packages' code failing, even
+    // on one message and under one framework's frames.
+    let other_raisers = matches!((&a.raised_in, &b.raised_in), (Some(x), Some(y)) if x != y);
+    if fa.is_empty() || fb.is_empty() || other_names || other_raisers {
         return apart;
     }
     let wa = weights(a, stats, cfg);
@@ -500,6 +596,20 @@ pub fn similarity(
     } else {
         (1.0 - mw) * frame_score + mw * message_score * frame_score.min(1.0).sqrt()
     };
+    // Raised in library code by both: the library's frames say where, and
+    // one library raises several errors from one place (a loader that finds
+    // no binding, or one for another runtime), so only the message says
+    // which. Messages sharing less than half their words lower the score in
+    // proportion.
+    let library_raised =
+        |f: &[FrameToken]| f.iter().find(|t| function(t)).is_some_and(|t| !t.in_app);
+    if library_raised(fa)
+        && library_raised(fb)
+        && !a.message_words.is_empty()
+        && !b.message_words.is_empty()
+    {
+        score *= (2.0 * message_score).min(1.0);
+    }
     if !same_type {
         score *= cfg.type_mismatch.clamp(0.0, 1.0);
     }
@@ -941,6 +1051,94 @@ mod tests {
         assert_eq!(a.missing, ["soft_unicode", "markupsafe"]);
         assert_eq!(similarity(&a, &b, &stats, &cfg).score, 0.0);
         assert_eq!(similarity(&a, &a, &stats, &cfg).score, 1.0);
+    }
+
+    #[test]
+    fn packages_are_read_from_every_install_layout() {
+        for (path, package) in [
+            (
+                "eslint-plugin-jsdoc/dist/rules/noUndefinedTypes.cjs",
+                Some("eslint-plugin-jsdoc"),
+            ),
+            (
+                "/app/node_modules/a/node_modules/@babel/core/lib/x.js",
+                Some("@babel/core"),
+            ),
+            ("@scope/pkg@1.2.0/index.js", Some("@scope/pkg")),
+            (
+                "/usr/lib/python3/dist-packages/requests/api.py",
+                Some("requests"),
+            ),
+            ("six.py", None),
+            (
+                "github.com/rivo/tview@v0.0.0-2021/textview.go",
+                Some("github.com/rivo/tview"),
+            ),
+            (
+                "/r/.cargo/registry/src/index.crates.io-6f17/serde_json-1.0.100/src/de.rs",
+                Some("serde_json"),
+            ),
+            ("events.js", None),
+            ("./x", None),
+        ] {
+            assert_eq!(package_of(path).as_deref(), package, "{path}");
+        }
+    }
+
+    #[test]
+    fn library_errors_stay_apart_by_the_package_that_raised_them_or_their_message() {
+        let stats = FrameStats::new();
+        let cfg = SimilarityConfig::default();
+        // One framework's frames above two plugins' rules, one message.
+        let rule = |plugin: &str, file: &str, function: &str| {
+            let mut f = failure(
+                "TypeError",
+                "context.getScope is not a function",
+                vec![
+                    fr(
+                        "eslint/lib/linter/node-event-generator.js",
+                        "applySelector",
+                        false,
+                    ),
+                    fr("eslint/lib/linter/safe-emitter.js", "Object.emit", false),
+                    fr("eslint/lib/linter/linter.js", "ruleErrorHandler", false),
+                    fr(&format!("{plugin}/lib/rules/{file}"), function, false),
+                ],
+            );
+            f.language = Language::Javascript;
+            StackProfile::from_failure(&f)
+        };
+        let a = rule("eslint-plugin-a", "x.js", "CallExpression");
+        let b = rule("eslint-plugin-b", "y.js", "ExpressionStatement");
+        assert_eq!(a.raised_in.as_deref(), Some("eslint-plugin-a"));
+        assert_eq!(similarity(&a, &b, &stats, &cfg).score, 0.0);
+        assert_eq!(similarity(&a, &a, &stats, &cfg).score, 1.0);
+        // One loader raising two errors from one place: the message says which.
+        let loader = |msg: &str| {
+            let mut f = failure(
+                "Error",
+                msg,
+                vec![
+                    fr("internal/modules/cjs/loader.js", "Module._compile", false),
+                    fr("node-sass/lib/index.js", "<anonymous>", false),
+                    fr("node-sass/lib/binding.js", "module.exports", false),
+                ],
+            );
+            f.language = Language::Javascript;
+            StackProfile::from_failure(&f)
+        };
+        let runtime = loader(
+            "Node Sass does not yet support your current environment: OS X 64-bit with Unsupported runtime (72)",
+        );
+        let again = loader(
+            "Node Sass does not yet support your current environment: Linux 64-bit with Unsupported runtime (83)",
+        );
+        let binding = loader(
+            "Missing binding /x/vendor/darwin-x64-48/binding.node Node Sass could not find a binding for your current environment",
+        );
+        assert!(similarity(&runtime, &again, &stats, &cfg).score >= cfg.threshold);
+        let other = similarity(&runtime, &binding, &stats, &cfg);
+        assert!(other.score < 0.5 * other.frame_score, "{other:?}");
     }
 
     #[test]

@@ -57,7 +57,7 @@ fn labels_are_consistent() {
 fn similar_merging_finds_more_duplicates_than_the_exact_key() {
     let c = real_corpus::load();
     let r = real_corpus::report(&c);
-    // Held-out (5-fold) numbers, docs/benchmarks/ingest.md: 0.961 / 0.938.
+    // Held-out (5-fold) numbers, docs/benchmarks/ingest.md: 0.971 / 0.962.
     assert!(
         r.similar.overall.recall() >= 0.9
             && r.similar.overall.recall() > r.exact.overall.recall() + 0.3
@@ -75,8 +75,9 @@ fn similar_merging_finds_more_duplicates_than_the_exact_key() {
         "{}",
         r.merge_only.overall.precision()
     );
+    // The goal: near misses kept apart ≥ 95 % (149 / 155 measured).
     assert!(
-        r.similar.near_kept * 100 >= r.similar.near_total * 94,
+        r.similar.near_kept * 100 >= r.similar.near_total * 95,
         "near misses kept apart: {} / {}",
         r.similar.near_kept,
         r.similar.near_total

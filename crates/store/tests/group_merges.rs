@@ -10,7 +10,7 @@ mod common;
 use sqlx::Row;
 use tracelab_ingest::similar::{FrameToken, SimilarityConfig, StackProfile};
 use tracelab_ingest::{GroupKey, GroupStore, Observation, Occurrence, Policy, Trigger};
-use tracelab_store::groups::{EvidenceOutcome, MergeRecord, NewEvidence, conformance};
+use tracelab_store::groups::{EvidenceOutcome, MergeRecord, NewEvidence, Undo, conformance};
 use tracelab_store::{PgGroupStore, PgOptions, PgStore};
 
 fn profile(frames: &[&str]) -> StackProfile {
@@ -25,6 +25,7 @@ fn profile(frames: &[&str]) -> StackProfile {
         exception_type: Some("KeyError".into()),
         message_words: vec!["email".into()],
         missing: Vec::new(),
+        raised_in: None,
     }
 }
 
@@ -152,18 +153,62 @@ async fn similar_traces_merge_with_their_reason_and_the_merge_can_be_undone() {
     assert_eq!((g.0.as_str(), merged_again), (a, None));
     assert_eq!(s.get(&GroupKey(a.into())).await.unwrap().unwrap().count, 3);
 
-    // Undone: the next sighting opens b's own group, and b is not merged again.
-    assert!(s.unmerge(&GroupKey(b.into()), 3_500).await.unwrap());
+    // Undone: b's two sightings and their evidence rows move to b's own
+    // group, with who undid it and why; b is not merged again.
+    let undo = Undo::new(3_500, "ana", "another entry point").unwrap();
+    let undone = s
+        .unmerge(&GroupKey(b.into()), &undo)
+        .await
+        .unwrap()
+        .expect("undone");
+    assert_eq!(undone.merge.moved, Some(2));
+    assert_eq!(undone.from.count, 1);
+    assert_eq!(undone.own.as_ref().map(|g| g.count), Some(2));
+    let rows: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT id, group_key, exact_key FROM evidence ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        [
+            ("ev-1".into(), a.into(), None),
+            ("ev-2".into(), b.into(), None),
+            ("ev-3".into(), b.into(), None)
+        ],
+        "the evidence moves with its sightings"
+    );
     assert!(
-        !s.unmerge(&GroupKey(b.into()), 3_600).await.unwrap(),
+        s.unmerge(&GroupKey(b.into()), &undo)
+            .await
+            .unwrap()
+            .is_none(),
         "nothing left to undo"
     );
     let (g, obs, merged) = record(&s, "ev-4", b, 4_000, checkout("worker.py|run_job")).await;
-    assert_eq!((g.0.as_str(), obs, merged), (b, Observation::New, None));
+    assert_eq!(
+        (g.0.as_str(), obs, merged),
+        (b, Observation::Recurrence, None)
+    );
     let (g, _, _) = record(&s, "ev-5", b, 5_000, checkout("worker.py|run_job")).await;
     assert_eq!(g.0, b);
+    assert_eq!(s.get(&GroupKey(b.into())).await.unwrap().unwrap().count, 4);
     let history = s.merges(&GroupKey(a.into())).await.unwrap();
-    assert_eq!(history[0].undone_at, Some(3_500), "{history:?}");
+    assert_eq!(
+        (
+            history[0].undone_at,
+            history[0].undone_by.as_deref(),
+            history[0].undo_reason.as_deref(),
+            history[0].moved
+        ),
+        (
+            Some(3_500),
+            Some("ana"),
+            Some("another entry point"),
+            Some(2)
+        ),
+        "{history:?}"
+    );
 
     // Unlike any group: its own.
     let (g, obs, merged) = record(

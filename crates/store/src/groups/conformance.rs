@@ -6,7 +6,7 @@
 //! neither lose a field nor change the model's meaning. Each check uses its
 //! own keys, so the suite can share one store; panics name the broken rule.
 
-use super::MergingGroupStore;
+use super::{MergingGroupStore, Undo};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tracelab_ingest::similar::{FrameToken, SimilarityConfig, StackProfile};
@@ -523,6 +523,7 @@ pub async fn merges<S: MergingGroupStore + GroupStore>(store: &S) {
         exception_type: Some("KeyError".into()),
         message_words: vec!["email".into()],
         missing: Vec::new(),
+        raised_in: None,
     };
     // Innermost first: one bug reached from several entry points.
     let checkout = |entry: &str| profile(&["orders.py|checkout", "api.py|handle", entry]);
@@ -586,28 +587,69 @@ pub async fn merges<S: MergingGroupStore + GroupStore>(store: &S) {
     assert_eq!(g.key, a, "the group keeps its profile across writes");
     assert_eq!(merged_d.map(|m| m.exact_key), Some(d));
 
-    assert!(
-        store.unmerge(&b, 4_000).await.unwrap(),
-        "a merge can be undone"
+    assert_eq!(stored(store, &a).await.count, 4);
+    let undo = Undo::new(4_000, "ana", "another entry point, another bug").unwrap();
+    let undone = store
+        .unmerge(&b, &undo)
+        .await
+        .unwrap()
+        .expect("a merge can be undone");
+    assert_eq!(
+        (
+            undone.merge.moved,
+            undone.merge.undone_by.as_deref(),
+            undone.merge.undo_reason.as_deref()
+        ),
+        (
+            Some(2),
+            Some("ana"),
+            Some("another entry point, another bug")
+        ),
+        "who undid it, why, and how many sightings moved"
     );
+    // b's two sightings (2,000 and 3,000) leave a: a keeps its own and d's.
+    let after = stored(store, &a).await;
+    assert_eq!(
+        (after.count, after.first_seen, after.last_seen),
+        (2, 1_000, 3_500)
+    );
+    assert_eq!(
+        Vec::from_iter(after.commits.iter().map(String::as_str)),
+        ["c1000", "c3500"],
+        "b's commits leave with it"
+    );
+    assert_eq!(after, undone.from);
+    let own = stored(store, &b).await;
+    assert_eq!(
+        (own.count, own.first_seen, own.last_seen),
+        (2, 2_000, 3_000)
+    );
+    assert_eq!(Some(&own), undone.own.as_ref());
     assert!(
-        !store.unmerge(&b, 4_100).await.unwrap(),
+        store.unmerge(&b, &undo).await.unwrap().is_none(),
         "nothing left to undo"
     );
     let (g, obs, merged) = record(b.0.clone(), 5_000, checkout("worker.py|run_job")).await;
     assert_eq!(
-        (&g.key, obs, merged),
-        (&b, Observation::New, None),
-        "undone: its own group"
+        (&g.key, obs, merged, g.count),
+        (&b, Observation::Recurrence, None, 3),
+        "undone: counted in its own group"
     );
     let (g, _, merged) = record(b.0.clone(), 6_000, checkout("worker.py|run_job")).await;
     assert_eq!((&g.key, merged), (&b, None), "and never merged again");
     let history = store.merges(&a).await.unwrap();
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(
-        history[0].undone_at,
-        Some(4_000),
-        "undone merges stay listed"
+        (history[0].undone_at, history[0].undone_by.as_deref()),
+        (Some(4_000), Some("ana")),
+        "undone merges stay listed, with who undid them"
+    );
+    // Another key like b's own group now joins it: b's group kept b's profile.
+    let e = GroupKey(format!("stack:{tag}:merge-e"));
+    let (g, _, merged_e) = record(e.0.clone(), 6_500, checkout("worker.py|run_job")).await;
+    assert_eq!(
+        (&g.key, merged_e.map(|m| m.group_key)),
+        (&b, Some(b.clone()))
     );
 
     let c = GroupKey(format!("stack:{tag}:merge-c"));

@@ -116,6 +116,7 @@ impl PgGroupStore {
                 group_key,
             });
         }
+        let exact_key = occ.key.clone();
         let route = self
             .route(
                 &mut tx,
@@ -149,6 +150,12 @@ impl PgGroupStore {
             None => occ,
         };
         let (mut group, observation) = Self::observe_locked(&mut tx, occ).await?;
+        // The sighting under its exact key: what undoing a merge moves back.
+        let sighting = Occurrence {
+            key: exact_key,
+            ..occ.clone()
+        };
+        Self::keep_sighting(&mut tx, &group.key, &sighting).await?;
         if observation == Observation::New
             && let Some(p) = &evidence.profile
         {

@@ -19,7 +19,7 @@ mod resolution;
 mod sqlite;
 
 pub use evidence::{EvidenceOutcome, NewEvidence, Suggested};
-pub use merges::{MAX_CANDIDATES, MergeRecord, MergingGroupStore};
+pub use merges::{MAX_CANDIDATES, MAX_UNDO_REASON, MergeRecord, MergingGroupStore, Undo, Unmerged};
 pub use postgres::PgGroupStore;
 pub use sqlite::SqliteGroupStore;
 

@@ -101,7 +101,10 @@ impl PgGroupStore {
     }
 
     /// Inserts `g`; false when a row with its key already exists.
-    async fn insert(tx: &mut Transaction<'_, Postgres>, g: &FailureGroup) -> Result<bool> {
+    pub(super) async fn insert(
+        tx: &mut Transaction<'_, Postgres>,
+        g: &FailureGroup,
+    ) -> Result<bool> {
         let c = Columns::from_group(g)?;
         let done = sqlx::query(concat!(
             "INSERT INTO failure_groups (",

@@ -11,7 +11,9 @@
 //! frames in `group_merges` (migration 0004), in the same transaction.
 
 use super::columns::{Columns, group_columns, language_name, page_rows, status_name};
-use super::merges::{MAX_CANDIDATES, MergeRecord, MergingGroupStore, json_error, similar_group};
+use super::merges::{
+    MAX_CANDIDATES, MergeRecord, MergingGroupStore, Undo, Unmerged, json_error, similar_group,
+};
 use crate::SqliteStore;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, SqlitePool, Transaction};
@@ -153,14 +155,15 @@ impl SqliteGroupStore {
         };
         let matched = serde_json::to_string(&record.matched).map_err(json_error)?;
         sqlx::query(
-            "INSERT INTO group_merges (exact_key, group_key, score, nearest, matched, merged_at) \
-             VALUES (?1, ?2, ?3, ?2, ?4, ?5) ON CONFLICT (exact_key) DO NOTHING",
+            "INSERT INTO group_merges (exact_key, group_key, score, nearest, matched, merged_at, \
+             profile) VALUES (?1, ?2, ?3, ?2, ?4, ?5, ?6) ON CONFLICT (exact_key) DO NOTHING",
         )
         .bind(&record.exact_key.0)
         .bind(&record.group_key.0)
         .bind(record.score)
         .bind(matched)
         .bind(record.merged_at)
+        .bind(serde_json::to_string(profile).map_err(json_error)?)
         .execute(&mut **tx)
         .await
         .map_err(db_error)?;
@@ -239,6 +242,24 @@ impl SqliteGroupStore {
         .bind(investigation)
         .bind(c.version)
         .bind(set("repositories", &c.repositories)?)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Keeps the stack profile of a group just created, for later comparisons.
+    async fn keep_profile(
+        tx: &mut Transaction<'_, Sqlite>,
+        key: &GroupKey,
+        profile: &StackProfile,
+    ) -> Result<()> {
+        let text = serde_json::to_string(profile).map_err(json_error)?;
+        sqlx::query(
+            "UPDATE failure_groups SET profile = ? WHERE group_key = ? AND profile IS NULL",
+        )
+        .bind(text)
+        .bind(&key.0)
         .execute(&mut **tx)
         .await
         .map_err(db_error)?;
@@ -358,55 +379,122 @@ impl MergingGroupStore for SqliteGroupStore {
         if obs == Observation::New
             && let Some(p) = profile
         {
-            let text = serde_json::to_string(p).map_err(json_error)?;
-            sqlx::query(
-                "UPDATE failure_groups SET profile = ? WHERE group_key = ? AND profile IS NULL",
-            )
-            .bind(text)
-            .bind(&g.key.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            Self::keep_profile(&mut tx, &g.key, p).await?;
         }
+        // The sighting under its exact key: what undoing a merge moves back.
+        sqlx::query(
+            "INSERT INTO group_sightings (group_key, exact_key, at, occurrence) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&g.key.0)
+        .bind(&occ.key.0)
+        .bind(occ.at)
+        .bind(serde_json::to_string(occ).map_err(json_error)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok((g, obs, merged))
     }
 
     async fn merges(&self, group: &GroupKey) -> Result<Vec<MergeRecord>> {
         let rows = sqlx::query(
-            "SELECT exact_key, group_key, score, matched, merged_at, undone_at FROM group_merges \
-             WHERE group_key = ? ORDER BY merged_at, exact_key",
+            "SELECT exact_key, group_key, score, matched, merged_at, undone_at, undone_by, \
+             undo_reason, moved FROM group_merges WHERE group_key = ? ORDER BY merged_at, exact_key",
         )
         .bind(&group.0)
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        rows.iter()
-            .map(|r| {
-                let matched: String = r.try_get("matched").map_err(db_error)?;
-                let matched: Vec<MatchedFrame> =
-                    serde_json::from_str(&matched).map_err(json_error)?;
-                Ok(MergeRecord {
-                    exact_key: GroupKey(r.try_get("exact_key").map_err(db_error)?),
-                    group_key: GroupKey(r.try_get("group_key").map_err(db_error)?),
-                    score: r.try_get("score").map_err(db_error)?,
-                    matched,
-                    merged_at: r.try_get("merged_at").map_err(db_error)?,
-                    undone_at: r.try_get("undone_at").map_err(db_error)?,
-                })
-            })
-            .collect()
+        rows.iter().map(merge_record).collect()
     }
 
-    async fn unmerge(&self, exact_key: &GroupKey, at: i64) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE group_merges SET undone_at = ? WHERE exact_key = ? AND undone_at IS NULL",
+    async fn unmerge(&self, exact_key: &GroupKey, undo: &Undo) -> Result<Option<Unmerged>> {
+        let mut tx = self.begin().await?;
+        let Some(row) = sqlx::query(
+            "SELECT group_key, profile FROM group_merges WHERE exact_key = ? AND undone_at IS NULL",
         )
-        .bind(at)
         .bind(&exact_key.0)
-        .execute(&self.pool)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error)?
+        else {
+            return Ok(None);
+        };
+        let group = GroupKey(row.try_get("group_key").map_err(db_error)?);
+        let profile: Option<String> = row.try_get("profile").map_err(db_error)?;
+        let mut from = Self::load(&mut tx, &group).await?.ok_or_else(|| {
+            Error::Internal(format!("merged group {group} of {exact_key} is missing"))
+        })?;
+        let own = Self::load(&mut tx, exact_key).await?;
+        let sightings = sqlx::query(
+            "SELECT exact_key, occurrence FROM group_sightings WHERE group_key = ? ORDER BY at, id",
+        )
+        .bind(&group.0)
+        .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
-        Ok(done.rows_affected() == 1)
+        let (mut moved, mut kept) = (Vec::new(), Vec::new());
+        for r in &sightings {
+            let text: String = r.try_get("occurrence").map_err(db_error)?;
+            let occ: Occurrence = serde_json::from_str(&text).map_err(json_error)?;
+            let exact: String = r.try_get("exact_key").map_err(db_error)?;
+            if exact == exact_key.0 {
+                moved.push(occ);
+            } else {
+                kept.push(occ);
+            }
+        }
+        let own = from.give_back(&moved, &kept, own);
+        Self::save(&mut tx, &from).await?;
+        if let Some(g) = &own {
+            Self::save(&mut tx, g).await?;
+            if let Some(p) = &profile {
+                let p: StackProfile = serde_json::from_str(p).map_err(json_error)?;
+                Self::keep_profile(&mut tx, &g.key, &p).await?;
+            }
+        }
+        sqlx::query(
+            "UPDATE group_sightings SET group_key = ?2 WHERE group_key = ?1 AND exact_key = ?2",
+        )
+        .bind(&group.0)
+        .bind(&exact_key.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let n = i64::try_from(moved.len()).unwrap_or(i64::MAX);
+        let done = sqlx::query(
+            "UPDATE group_merges SET undone_at = ?2, undone_by = ?3, undo_reason = ?4, moved = ?5 \
+             WHERE exact_key = ?1 RETURNING exact_key, group_key, score, matched, merged_at, \
+             undone_at, undone_by, undo_reason, moved",
+        )
+        .bind(&exact_key.0)
+        .bind(undo.at)
+        .bind(&undo.by)
+        .bind(&undo.reason)
+        .bind(n)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let merge = merge_record(&done)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(Some(Unmerged { merge, from, own }))
     }
+}
+
+/// A `group_merges` row.
+fn merge_record(r: &SqliteRow) -> Result<MergeRecord> {
+    let matched: String = r.try_get("matched").map_err(db_error)?;
+    let matched: Vec<MatchedFrame> = serde_json::from_str(&matched).map_err(json_error)?;
+    let moved: Option<i64> = r.try_get("moved").map_err(db_error)?;
+    Ok(MergeRecord {
+        exact_key: GroupKey(r.try_get("exact_key").map_err(db_error)?),
+        group_key: GroupKey(r.try_get("group_key").map_err(db_error)?),
+        score: r.try_get("score").map_err(db_error)?,
+        matched,
+        merged_at: r.try_get("merged_at").map_err(db_error)?,
+        undone_at: r.try_get("undone_at").map_err(db_error)?,
+        undone_by: r.try_get("undone_by").map_err(db_error)?,
+        undo_reason: r.try_get("undo_reason").map_err(db_error)?,
+        moved: moved.and_then(|m| u64::try_from(m).ok()),
+    })
 }
