@@ -5,23 +5,35 @@
 //! The listing rule is the library's ([`GroupQuery`]); this module only
 //! reads the request and answers.
 //!
+//! `POST /v1/groups/merges/{exact_key}/undo` (body `{"reason": "…"}`)
+//! undoes a similarity merge that filed one bug's traces under another's
+//! group: the sightings it counted move back to the exact key's own group,
+//! the key is never merged by similarity again, and the merge history
+//! (`group_merges`) keeps who undid it (the viewer token's name) and why.
+//! 200 with the merge record and both groups; 404 when the key has no merge
+//! to undo; 400 without a reason.
+//!
 //! Intake tokens send evidence and cannot read; viewer tokens read and
-//! cannot send. With no viewer tokens, reading is open only where the
-//! intake is too (`allow_unauthenticated`); otherwise it is refused.
+//! correct the grouping (undo a merge), and cannot send. With no viewer
+//! tokens, both are open only where the intake is too
+//! (`allow_unauthenticated`); otherwise they are refused.
 
 use crate::auth::TokenSetting;
 use crate::rejection::{Rejection, ingest_error};
 use crate::submission::Ingest;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
 use tracelab_domain::Result;
-use tracelab_ingest::{GroupCursor, GroupQuery, GroupState, GroupStore, Language, MAX_PAGE};
+use tracelab_ingest::{
+    GroupCursor, GroupKey, GroupQuery, GroupState, GroupStore, Language, MAX_PAGE,
+};
 use tracelab_service::tokens::TokenTable;
+use tracelab_store::groups::Undo;
 
 /// Who may read groups.
 #[derive(Clone, Debug)]
@@ -59,6 +71,7 @@ struct GroupsState {
 pub fn routes(ingest: Arc<Ingest>, readers: Readers) -> Router {
     Router::new()
         .route("/v1/groups", get(list))
+        .route("/v1/groups/merges/{exact_key}/undo", post(undo))
         .with_state(GroupsState { ingest, readers })
 }
 
@@ -130,6 +143,50 @@ async fn list(
     };
     match state.ingest.groups().page(&query).await {
         Ok(page) => (StatusCode::OK, Json(page)).into_response(),
+        Err(e) => Rejection::Failed(ingest_error(e)).into_response(),
+    }
+}
+
+/// The body of an undo: why the merge was wrong.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UndoBody {
+    reason: String,
+}
+
+async fn undo(
+    State(state): State<GroupsState>,
+    Path(exact_key): Path<String>,
+    headers: HeaderMap,
+    body: std::result::Result<Json<UndoBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let who = match state.readers.reader(authorization) {
+        Ok(who) => who,
+        Err(e) => return problem(StatusCode::UNAUTHORIZED, e),
+    };
+    let reason = match body {
+        Ok(Json(b)) => b.reason,
+        Err(e) => return problem(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let undo = match Undo::new(now, &who, &reason) {
+        Ok(u) => u,
+        Err(e) => return problem(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let key = GroupKey(exact_key);
+    match state.ingest.groups().unmerge(&key, &undo).await {
+        Ok(Some(done)) => {
+            tracing::info!(exact_key = %key, group = %done.merge.group_key, by = %undo.by,
+                moved = done.merge.moved, "similarity merge undone");
+            (StatusCode::OK, Json(done)).into_response()
+        }
+        Ok(None) => problem(
+            StatusCode::NOT_FOUND,
+            format!("{key} has no similarity merge to undo"),
+        ),
         Err(e) => Rejection::Failed(ingest_error(e)).into_response(),
     }
 }
