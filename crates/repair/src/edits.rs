@@ -141,6 +141,50 @@ impl Walk<'_> {
         }
         let replacement = format!("{}({})", self.kinds.negate_prefix, self.text(inner));
         out.push(self.edit(Operator::NegateCondition, inner, replacement));
+        // One operand of an `and`/`or` chain negated (or its negation
+        // removed): a missing or extra `not` on one clause is a common
+        // condition bug (PraPR's and TBar's condition mutators) that
+        // negating the whole condition cannot fix.
+        let mut leaves = Vec::new();
+        self.boolean_leaves(inner, &mut leaves);
+        if leaves.len() < 2 {
+            return;
+        }
+        for leaf in leaves {
+            let negated = leaf.kind() == self.kinds.negation
+                && leaf
+                    .child(0)
+                    .is_some_and(|c| matches!(c.kind(), "!" | "not"));
+            let replacement = match operand(leaf, self.kinds.negation_operand) {
+                Some(operand) if negated => self.text(operand).to_string(),
+                _ if simple(leaf) => format!("{}{}", self.kinds.negate_prefix, self.text(leaf)),
+                _ => format!("{}({})", self.kinds.negate_prefix, self.text(leaf)),
+            };
+            out.push(self.edit(Operator::NegateCondition, leaf, replacement));
+        }
+    }
+
+    /// The operands of the `and`/`or` chain at `node`, through nested
+    /// chains and parentheses, left to right; `node` itself when it is not
+    /// a chain.
+    fn boolean_leaves<'t>(&self, node: Node<'t>, out: &mut Vec<Node<'t>>) {
+        let node = unwrap_parentheses(node);
+        let mut cursor = node.walk();
+        let chain = self.kinds.binary.contains(&node.kind())
+            && node
+                .children(&mut cursor)
+                .any(|c| !c.is_named() && matches!(c.kind(), "and" | "or" | "&&" | "||"));
+        match (
+            chain,
+            node.child_by_field_name("left"),
+            node.child_by_field_name("right"),
+        ) {
+            (true, Some(left), Some(right)) => {
+                self.boolean_leaves(left, out);
+                self.boolean_leaves(right, out);
+            }
+            _ => out.push(node),
+        }
     }
 
     /// Swaps of adjacent positional arguments, and the bounds of the calls

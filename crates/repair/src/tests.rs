@@ -57,6 +57,48 @@ fn python_operators_in_and_is_and_boolean() {
 }
 
 #[test]
+fn one_operand_of_a_condition_chain_is_negated() {
+    // idna's UTS 46 remapping: `std3_rules` should have been `not std3_rules`
+    // in one clause of a nested chain.
+    let src = "def f(status, std3_rules, r):\n    if status == 'V' or (status == '3' and std3_rules and r is None):\n        return 1\n    return 0\n";
+    let c = propose(&[target("m.py", src, &[])], "", 500);
+    let all = contents(&c);
+    for fixed in [
+        "def f(status, std3_rules, r):\n    if status == 'V' or (status == '3' and not std3_rules and r is None):\n        return 1\n    return 0\n",
+        "def f(status, std3_rules, r):\n    if not (status == 'V') or (status == '3' and std3_rules and r is None):\n        return 1\n    return 0\n",
+    ] {
+        assert!(all.contains(&fixed), "missing:\n{fixed}");
+    }
+    // A negated operand loses its negation; a lone condition is negated
+    // whole only (no duplicate).
+    let src = "def g(a, b):\n    while not a and b:\n        a = b\n    if a:\n        return a\n";
+    let c = propose(&[target("m.py", src, &[])], "", 500);
+    assert!(contents(&c).contains(
+        &"def g(a, b):\n    while a and b:\n        a = b\n    if a:\n        return a\n"
+    ));
+    let whole: Vec<&Candidate> = c
+        .iter()
+        .filter(|c| c.operator == Operator::NegateCondition && c.line == 4)
+        .collect();
+    assert_eq!(whole.len(), 1, "{whole:?}");
+    // C-like chains too.
+    let js = "function h(a, b) {\n  if (a && !b) {\n    return 1;\n  }\n  return 0;\n}\n";
+    let c = propose(&[target("m.js", js, &[])], "", 500);
+    let all = contents(&c);
+    assert!(
+        all.contains(
+            &"function h(a, b) {\n  if (!a && !b) {\n    return 1;\n  }\n  return 0;\n}\n"
+        )
+    );
+    assert!(
+        all.contains(&"function h(a, b) {\n  if (a && b) {\n    return 1;\n  }\n  return 0;\n}\n")
+    );
+    for candidate in &c {
+        assert!(parses_cleanly(&candidate.path, &candidate.content));
+    }
+}
+
+#[test]
 fn python_identifier_swap_prefers_close_names_and_never_self() {
     let src = "class C:\n    def area(self, width, height):\n        widths = width\n        return width * width\n";
     let t = Target {
