@@ -84,7 +84,8 @@ pub struct LocateArgs {
 #[derive(Debug, Args)]
 pub struct ParseArgs {
     /// A file, or `-` for standard input.
-    pub input: String,
+    #[arg(required_unless_present = "unmerge")]
+    pub input: Option<String>,
     /// `json`: one JSON object per failure per line; `markdown`: a short human summary.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
@@ -100,6 +101,15 @@ pub struct ParseArgs {
     /// A directory of earlier evidence (one file each, any format `parse` reads): print the group each failure would join, by exact key or similarity, with the score.
     #[arg(long, value_name = "DIR")]
     pub group_against: Option<PathBuf>,
+    /// Count each failure in this machine's failure groups (the --db store): its exact key's group, or the most similar known group by the fleet's rule and threshold, the merge kept with its score and matched frames. Prints the group each joined.
+    #[arg(long)]
+    pub record: bool,
+    /// Undo the similarity merge of this exact key (a `group_key` printed by --format json) in the --db store: the sightings it counted move to the key's own group, and it is never merged again. Needs --reason.
+    #[arg(long, value_name = "EXACT_KEY", requires = "reason", conflicts_with_all = ["input", "record", "group_against"])]
+    pub unmerge: Option<String>,
+    /// Why the merge is undone: kept in the merge history with the OS user.
+    #[arg(long, value_name = "TEXT", requires = "unmerge")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

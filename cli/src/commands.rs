@@ -85,7 +85,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Investigate(args) => investigate(&cli.db, cli.quiet, args).await,
         Command::Demo(args) => demo(&cli.db, cli.quiet, args).await,
         Command::Investigations(cmd) => investigations(&cli.db, cmd).await,
-        Command::Parse(args) => crate::parse::run(args),
+        Command::Parse(args) => crate::parse::run(args, &cli.db).await,
         Command::Index(args) => crate::code::index(args).await,
         Command::Locate(args) => crate::code::locate(args, cli.token.as_deref()).await,
         Command::Repro(args) => crate::repro::run(args).await,

@@ -1,12 +1,99 @@
 //! `tracelab parse`: evidence in, redacted failures with signatures out.
+//!
+//! With `--record`, each failure is also counted in this machine's failure
+//! groups (the SQLite store of `--db`) by the fleet's rule: the group of its
+//! exact key, or — a new key — the most similar known group, the merge kept
+//! with its score and matched frames (`SqliteGroupStore::record_similar`).
+//! `--unmerge KEY --reason WHY` undoes such a merge: the sightings it
+//! counted move to the key's own group, and the merge history keeps the OS
+//! user and the reason.
 
 use crate::args::{Format, ParseArgs};
 use anyhow::Context as _;
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use tracelab_ingest::{ParseOptions, Severity};
+use tracelab_ingest::similar::StackProfile;
+use tracelab_ingest::{GroupKey, Occurrence, ParseOptions, Severity, SimilarityConfig};
+use tracelab_store::SqliteGroupStore;
+use tracelab_store::groups::{MergeRecord, MergingGroupStore, Undo};
 
-pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
+/// The group a failure was counted in by `--record`.
+#[derive(Debug)]
+struct Recorded {
+    key: GroupKey,
+    count: u64,
+    observation: tracelab_ingest::Observation,
+    /// Set when this failure's exact key was merged into the group now.
+    merged: Option<MergeRecord>,
+}
+
+impl Recorded {
+    /// `{"key", "count", "observation", "merged"?}` for `--format json`.
+    fn to_json(&self) -> anyhow::Result<serde_json::Value> {
+        let mut v = serde_json::json!({
+            "key": self.key,
+            "count": self.count,
+            "observation": self.observation,
+        });
+        if let (Some(m), Some(o)) = (&self.merged, v.as_object_mut()) {
+            o.insert("merged".into(), serde_json::to_value(m)?);
+        }
+        Ok(v)
+    }
+}
+
+/// This machine's failure groups, merging similar issues as the fleet does.
+async fn group_store(db: &Option<PathBuf>) -> anyhow::Result<SqliteGroupStore> {
+    let path = db.clone().unwrap_or_else(crate::db::default_db);
+    let store = SqliteGroupStore::open(&path)
+        .await
+        .with_context(|| format!("cannot open the store {}", path.display()))?;
+    Ok(store.merging(SimilarityConfig::default()))
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// `--unmerge KEY --reason WHY`.
+async fn unmerge(
+    db: &Option<PathBuf>,
+    key: &str,
+    reason: &str,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    let store = group_store(db).await?;
+    let undo = Undo::new(now(), &crate::commands::os_user(), reason)?;
+    let Some(done) = store.unmerge(&GroupKey(key.to_owned()), &undo).await? else {
+        anyhow::bail!("{key} has no similarity merge to undo in this store");
+    };
+    let mut stdout = std::io::stdout().lock();
+    match format {
+        Format::Json => writeln!(stdout, "{}", serde_json::to_string(&done)?)?,
+        Format::Markdown => writeln!(
+            stdout,
+            "undone: {key} left group {} ({} sightings moved back; {} now counts {}, {key} counts {})",
+            done.merge.group_key,
+            done.merge.moved.unwrap_or(0),
+            done.from.key,
+            done.from.count,
+            done.own.as_ref().map_or(0, |g| g.count),
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn run(args: ParseArgs, db: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    if let Some(key) = &args.unmerge {
+        return unmerge(db, key, args.reason.as_deref().unwrap_or(""), args.format).await;
+    }
+    let source = args
+        .input
+        .clone()
+        .context("an input file, or - for standard input, is needed")?;
     let mut options = ParseOptions {
         repo_roots: args.repo_roots,
         in_app_prefixes: args.in_app,
@@ -23,22 +110,43 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
         );
         options.redaction_key = key;
     }
-    let input = if args.input == "-" {
+    let input = if source == "-" {
         tracelab_ingest::read_bounded(std::io::stdin().lock(), &options.limits)
             .context("cannot read standard input")?
     } else {
-        let file = std::fs::File::open(&args.input)
-            .with_context(|| format!("cannot open {}", args.input))?;
+        let file = std::fs::File::open(&source).with_context(|| format!("cannot open {source}"))?;
         tracelab_ingest::read_bounded(file, &options.limits)
-            .with_context(|| format!("cannot read {}", args.input))?
+            .with_context(|| format!("cannot read {source}"))?
     };
     let output = tracelab_ingest::parse(&input.bytes, &options);
     let index = match &args.group_against {
         Some(dir) => Some(group_index(dir, &options)?),
         None => None,
     };
+    // Counted before anything is printed: a store that cannot be opened
+    // fails the command without half an output.
+    let mut recorded = Vec::new();
+    if args.record {
+        let store = group_store(db).await?;
+        let at = now();
+        for failure in &output.failures {
+            let occ = Occurrence::from_failure(failure, at, None, None);
+            let profile = StackProfile::from_failure(failure);
+            let (group, observation, merged) = store
+                .record_similar(&occ, Some(&profile))
+                .await
+                .context("cannot record the failure group")?;
+            recorded.push(Recorded {
+                key: group.key,
+                count: group.count,
+                observation,
+                merged,
+            });
+        }
+    }
     let mut stdout = std::io::stdout().lock();
-    for failure in &output.failures {
+    for (n, failure) in output.failures.iter().enumerate() {
+        let recorded = recorded.get(n);
         match args.format {
             Format::Json => {
                 // The failure plus its exact group key: what the fleet's
@@ -51,6 +159,9 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
                             "similar_group".into(),
                             serde_json::to_value(index.nearest(failure))?,
                         );
+                    }
+                    if let Some(r) = recorded {
+                        object.insert("group".into(), r.to_json()?);
                     }
                 }
                 writeln!(stdout, "{}", serde_json::to_string(&value)?)?
@@ -86,6 +197,9 @@ pub fn run(args: ParseArgs) -> anyhow::Result<ExitCode> {
                 )?;
                 if let Some(index) = &index {
                     writeln!(stdout, "  {}", describe(&index.nearest(failure)))?;
+                }
+                if let Some(r) = recorded {
+                    writeln!(stdout, "  {}", describe_recorded(r))?;
                 }
             }
         }
@@ -154,6 +268,28 @@ fn describe(a: &tracelab_ingest::similar::Assignment) -> String {
             "group {} (similar to {nearest}, score {score:.2}, {} frames matched)",
             a.group,
             matched.len()
+        ),
+    }
+}
+
+/// One line for the Markdown output of `--record`.
+fn describe_recorded(r: &Recorded) -> String {
+    use tracelab_ingest::Observation;
+    match (&r.merged, &r.observation) {
+        (Some(m), _) => format!(
+            "recorded in group {} (merged: similar, score {:.2}, {} frames matched; undo with --unmerge {})",
+            r.key,
+            m.score,
+            m.matched.len(),
+            m.exact_key
+        ),
+        (None, Observation::New) => format!("recorded in group {} (new)", r.key),
+        (None, Observation::Recurrence) => {
+            format!("recorded in group {} (seen {} times)", r.key, r.count)
+        }
+        (None, Observation::Regression { .. }) => format!(
+            "recorded in group {} (a regression: resolved before, seen {} times)",
+            r.key, r.count
         ),
     }
 }
