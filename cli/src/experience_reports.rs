@@ -11,17 +11,20 @@
 //! that commit counts as unobserved: nothing is attributed by a guess.
 
 use anyhow::Context as _;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 use tracelab_engine::git::Git;
-use tracelab_experience::ci_reports::{self, JobReport};
-use tracelab_experience::reconstruct::{Note, NoteKind, note};
-use tracelab_experience::{Failure, History, Revision, workflow};
+use tracelab_experience::ci_history::{self, ReportAt, WorkflowAt};
+use tracelab_experience::ci_reports::JobReport;
+use tracelab_experience::reconstruct::Note;
+use tracelab_experience::{Failure, History, Revision};
 use tracelab_ingest::ParseOptions;
 use tracelab_ingest::ci::{CiFailureReport, parse_ci_report};
 
 /// The history `from..to` (`ids`: the first-parent commits with their
-/// parents, `from` first) observed through the reports in `dir`.
+/// parents, `from` first) observed through the reports in `dir`. Placing
+/// and observing are `tracelab_experience::ci_history`'s, which the
+/// fleet's indexer shares; this reads the files and git.
 pub(super) async fn history(
     git: &Git,
     from: &str,
@@ -30,41 +33,36 @@ pub(super) async fn history(
     dir: &Path,
     workflow_path: Option<&str>,
 ) -> anyhow::Result<(History, Vec<Note>)> {
-    let mut notes = Vec::new();
-    let mut by_commit: BTreeMap<usize, Vec<(String, CiFailureReport)>> = BTreeMap::new();
-    for (file, report) in read_reports(dir)? {
-        let Some(commit) = report.commit.as_deref().filter(|c| c.len() >= 7) else {
-            notes.push(note(
-                NoteKind::CiInput,
-                format!("report {file} names no commit: not used"),
-            ));
-            continue;
-        };
-        match ids.iter().position(|(sha, _)| sha.starts_with(commit)) {
-            Some(i) => by_commit.entry(i).or_default().push((file, report)),
-            None => notes.push(note(
-                NoteKind::CiInput,
-                format!(
-                    "report {file}: commit {commit} is not on the first-parent line from --from to --to (force-pushed, another branch, or outside the range): not used"
-                ),
-            )),
-        }
-    }
-    if by_commit.is_empty() {
-        notes.push(note(
-            NoteKind::CiInput,
-            format!(
-                "no report in {} is about a commit of the range",
-                dir.display()
-            ),
-        ));
-    }
+    let reports = read_reports(dir)?
+        .into_iter()
+        .map(|(file, report)| ReportAt {
+            label: file,
+            commit: report.commit.clone(),
+            report: job_report(&report),
+        })
+        .collect();
+    let line: Vec<String> = ids.iter().map(|(sha, _)| sha.clone()).collect();
+    let (by_commit, mut notes) = ci_history::place(&line, reports);
     let mut revisions = Vec::new();
     let mut previous: Option<&str> = None;
     for (i, (sha, parent)) in ids.iter().enumerate() {
         let ci = match by_commit.get(&i) {
             None => None,
-            Some(reports) => observe(git, sha, reports, workflow_path, &mut notes).await?,
+            Some(reports) => {
+                let text = match workflow_path {
+                    Some(path) => git.show_file(sha, path).await?,
+                    None => None,
+                };
+                let workflow = match (workflow_path, text.as_deref()) {
+                    (None, _) => WorkflowAt::NotGiven,
+                    (Some(path), None) => WorkflowAt::Missing { path },
+                    (Some(path), Some(text)) => WorkflowAt::Text { path, text },
+                };
+                let files = repository_files(git, sha).await?;
+                let (run, placed) = ci_history::observe_at(sha, workflow, &files, reports);
+                notes.extend(placed);
+                run
+            }
         };
         let diff = match previous {
             Some(prev) => super::diff(git, prev, sha).await?,
@@ -114,48 +112,6 @@ fn read_reports(dir: &Path) -> anyhow::Result<Vec<(String, CiFailureReport)>> {
         .collect()
 }
 
-/// The CI run at `sha` from its reports, placed with the workflow as it
-/// was at that commit.
-async fn observe(
-    git: &Git,
-    sha: &str,
-    reports: &[(String, CiFailureReport)],
-    workflow_path: Option<&str>,
-    notes: &mut Vec<Note>,
-) -> anyhow::Result<Option<tracelab_experience::CiRun>> {
-    let short = &sha[..sha.len().min(12)];
-    let workflow = match workflow_path {
-        None => None,
-        Some(path) => {
-            let parsed = match git.show_file(sha, path).await? {
-                None => Err(format!("{path} does not exist at {short}")),
-                Some(text) => {
-                    workflow::parse(path, &text).map_err(|why| format!("{path} at {short}: {why}"))
-                }
-            };
-            match parsed {
-                Ok(w) => Some(w),
-                Err(why) => {
-                    notes.push(note(
-                        NoteKind::CiInput,
-                        format!("{why}; the reports of {short} are not used"),
-                    ));
-                    return Ok(None);
-                }
-            }
-        }
-    };
-    let files = repository_files(git, sha).await?;
-    let jobs: Vec<JobReport> = reports.iter().map(|(_, r)| job_report(r, &files)).collect();
-    let (run, placed) = ci_reports::observe(workflow.as_ref(), &jobs);
-    notes.extend(
-        placed
-            .into_iter()
-            .map(|n| note(NoteKind::CiInput, format!("{short}: {n}"))),
-    );
-    Ok(run)
-}
-
 async fn repository_files(git: &Git, sha: &str) -> anyhow::Result<BTreeSet<String>> {
     Ok(git
         .run(&["ls-tree", "-r", "--name-only", sha])
@@ -165,8 +121,9 @@ async fn repository_files(git: &Git, sha: &str) -> anyhow::Result<BTreeSet<Strin
         .collect())
 }
 
-/// One report's job and failures, frames made repository-relative.
-fn job_report(report: &CiFailureReport, files: &BTreeSet<String>) -> JobReport {
+/// One report's job and failures, frames as CI printed them (the shared
+/// observer makes them repository-relative).
+fn job_report(report: &CiFailureReport) -> JobReport {
     let parsed = parse_ci_report(report, &ParseOptions::default());
     JobReport {
         job: report.job.name.clone().unwrap_or_else(|| "job".into()),
@@ -185,43 +142,10 @@ fn job_report(report: &CiFailureReport, files: &BTreeSet<String>) -> JobReport {
                         .frames
                         .iter()
                         .chain(f.causes.iter().flat_map(|c| &c.frames))
-                        .filter_map(|fr| {
-                            Some((in_repository(fr.file.as_deref()?, files)?, fr.line?))
-                        })
+                        .filter_map(|fr| Some((fr.file.clone()?, fr.line?)))
                         .collect(),
                 }
             })
             .collect(),
-    }
-}
-
-/// The repository file a CI path names: the path itself, or its longest
-/// tail that is one (`/home/runner/work/shop/shop/app/cart.py` → `app/cart.py`).
-fn in_repository(path: &str, files: &BTreeSet<String>) -> Option<String> {
-    let mut rest = path.trim_start_matches("./");
-    loop {
-        if files.contains(rest) {
-            return Some(rest.to_string());
-        }
-        rest = rest.split_once('/')?.1;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ci_path_is_the_repository_file_it_ends_with() {
-        let files: BTreeSet<String> = ["app/cart.py".to_string(), "cart.py".to_string()].into();
-        assert_eq!(
-            in_repository("/home/runner/work/shop/shop/app/cart.py", &files).as_deref(),
-            Some("app/cart.py")
-        );
-        assert_eq!(
-            in_repository("./cart.py", &files).as_deref(),
-            Some("cart.py")
-        );
-        assert_eq!(in_repository("/usr/lib/python3/json.py", &files), None);
     }
 }
