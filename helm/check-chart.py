@@ -549,7 +549,7 @@ def check_network_policies(by_kind, deployments, values, c, scenario):
     pod_labels = {n: d["spec"]["template"]["metadata"]["labels"] for n, d in deployments.items()}
     monitoring = [{"namespaceSelector": np_values["monitoring"]["namespaceSelector"]}]
     uses = {"investigator": {"nats", "postgresql", "git", "indexer"}, "verifier": {"nats", "postgresql", "git"},
-            "arbiter": {"nats", "postgresql"}, "ingest": {"nats", "postgresql"}, "indexer": {"postgresql", "git"}}
+            "arbiter": {"nats", "postgresql"}, "ingest": {"nats", "postgresql"}, "indexer": {"nats", "postgresql", "git"}}
     for name, np in nps.items():
         where = f"{scenario}: NetworkPolicy {name}"
         if not c.that(name in deployments, f"{where} without a Deployment"):
