@@ -5,7 +5,7 @@ use crate::args::{
     DemoArgs, Format, InvestigateArgs, InvestigationsCommand, RunOptions, SandboxKind,
 };
 use crate::command_line::{Cli, Command};
-use crate::db::default_db;
+use crate::db::{default_db, os_user};
 use crate::output;
 use anyhow::{Context as _, bail};
 use std::path::PathBuf;
@@ -27,16 +27,6 @@ async fn open_store(cli_db: &Option<PathBuf>) -> anyhow::Result<Arc<SqliteStore>
     Ok(Arc::new(
         SqliteStore::open(&path).await?.acting_as(os_user()),
     ))
-}
-
-/// `$USER` (or `$LOGNAME`), else `local`.
-pub fn os_user() -> String {
-    ["USER", "LOGNAME"]
-        .iter()
-        .filter_map(|k| std::env::var(k).ok())
-        .map(|u| u.trim().to_string())
-        .find(|u| !u.is_empty())
-        .unwrap_or_else(|| "local".into())
 }
 
 /// `TRACELAB_FORBID_SELF_APPROVAL=1`: the one-machine switch of the

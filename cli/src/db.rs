@@ -1,5 +1,6 @@
-//! Where the embedded store is when `--db` does not say: shared by the
-//! commands and `experience`, which open the same store.
+//! Where the embedded store is when `--db` does not say, and who acts on
+//! it: shared by the commands, `parse` and `experience`, which open the same
+//! store.
 
 use std::path::PathBuf;
 
@@ -11,4 +12,14 @@ pub(crate) fn default_db() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("tracelab/tracelab.db")
+}
+
+/// `$USER` (or `$LOGNAME`), else `local`: who the store records as acting.
+pub(crate) fn os_user() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .map(|u| u.trim().to_string())
+        .find(|u| !u.is_empty())
+        .unwrap_or_else(|| "local".into())
 }

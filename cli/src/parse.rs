@@ -66,7 +66,7 @@ async fn unmerge(
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let store = group_store(db).await?;
-    let undo = Undo::new(now(), &crate::commands::os_user(), reason)?;
+    let undo = Undo::new(now(), &crate::db::os_user(), reason)?;
     let Some(done) = store.unmerge(&GroupKey(key.to_owned()), &undo).await? else {
         anyhow::bail!("{key} has no similarity merge to undo in this store");
     };
