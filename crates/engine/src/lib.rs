@@ -25,6 +25,7 @@ pub mod pool;
 pub mod probe;
 pub mod progress;
 pub mod repair;
+pub mod retrieval;
 pub mod session;
 pub mod verify;
 pub mod workspace;

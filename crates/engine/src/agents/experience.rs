@@ -26,9 +26,9 @@ use tracelab_domain::sequential::Behaviour;
 use tracelab_domain::{Error, Result};
 use tracelab_experience::Failure;
 use tracelab_experience::apply::{self, FileChange, Placement};
-use tracelab_experience::evidence::failures_from_output;
 use tracelab_experience::records::Level;
-use tracelab_experience::retrieve::{self, Retrieved, Target};
+use crate::retrieval::retrieval;
+use tracelab_experience::retrieve::{self, Retrieved};
 
 pub use crate::config::Experience;
 
@@ -157,29 +157,6 @@ pub fn preview(ctx: &Context, classification: &Classification) -> Preview {
             .count(),
         notes: guidance(&retrieved, &failures),
     }
-}
-
-/// The failure decomposed into problems and the records retrieved for them
-/// under the scope rules.
-pub(crate) fn retrieval<'e>(
-    ctx: &Context,
-    experience: &'e Experience,
-    output: &str,
-) -> (Vec<Failure>, Vec<Retrieved<'e>>) {
-    let root = ctx.pool.workspace().root().display().to_string();
-    let (failures, _) = failures_from_output(&ctx.test.argv, output, &root);
-    let repository = experience
-        .repository
-        .clone()
-        .unwrap_or_else(|| ctx.pool.workspace().git().path().display().to_string());
-    let command = ctx.test.display();
-    let target = Target {
-        repository: &repository,
-        workflow: experience.workflow.as_deref(),
-        command: &command,
-    };
-    let retrieved = retrieve::retrieve(&experience.records, &failures, &target);
-    (failures, retrieved)
 }
 
 fn short(id: &str) -> &str {

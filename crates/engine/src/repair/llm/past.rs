@@ -23,7 +23,7 @@ pub(super) fn section(ctx: &Context, output: &str) -> String {
     let Some(experience) = ctx.config.experience.clone() else {
         return String::new();
     };
-    let (failures, retrieved) = crate::agents::experience::retrieval(ctx, &experience, output);
+    let (failures, retrieved) = crate::retrieval::retrieval(ctx, &experience, output);
     let mut seen = std::collections::BTreeSet::new();
     let mut section = Bounded::new(BYTES);
     for r in retrieved
