@@ -3,7 +3,8 @@
 //!
 //! Two implementations sit behind one port ([`Bus`]): [`JetStreamBus`] for
 //! the fleet (NATS JetStream) and [`MemoryBus`] for the one-binary mode and
-//! unit tests. [`conformance`] is the single behaviour suite both run.
+//! unit tests. `conformance` (feature `testsuite`) is the single behaviour
+//! suite both run.
 //!
 //! How a message travels:
 //!
@@ -31,6 +32,7 @@
 //! transaction as their results (`tracelab_store::record_once`) and ack after
 //! the commit, so a redelivery is a no-op.
 
+#[cfg(feature = "testsuite")]
 pub mod conformance;
 mod dead_letter;
 mod jetstream;
