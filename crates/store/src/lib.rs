@@ -45,7 +45,7 @@ mod journal;
 pub mod notifications;
 pub mod outbox;
 mod pg_error;
-mod pipeline;
+mod stages;
 mod postgres;
 mod sqlite;
 pub mod webhooks;
@@ -55,7 +55,7 @@ pub use experience::ExperienceStore;
 pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};
 pub use idempotency::record_once;
 pub use outbox::OutboxMessage;
-pub use pipeline::{
+pub use stages::{
     ArbitrationInput, Created, EvidenceRow, GroupInvestigation, InvestigationRow, NewInvestigation,
     ProposalRecord, Recorded,
 };

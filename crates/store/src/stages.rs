@@ -1,4 +1,4 @@
-//! The fleet pipeline's hand-offs on PostgreSQL. Each method is one
+//! The fleet's stage writes on PostgreSQL, one per hand-off. Each method is one
 //! transaction that checks the investigation's state first, so a service that
 //! processes a redelivered message finds the work done and changes nothing:
 //!

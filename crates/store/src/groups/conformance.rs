@@ -35,17 +35,14 @@ pub async fn run<S: GroupStore + 'static>(store: Arc<S>) {
 
 /// An occurrence of group `key` at `at`.
 pub fn occurrence(key: &str, at: i64, commit: Option<&str>, branch: Option<&str>) -> Occurrence {
-    Occurrence {
-        key: GroupKey(key.to_owned()),
+    Occurrence::new(
+        GroupKey(key.to_owned()),
         at,
-        commit: commit.map(str::to_owned),
-        branch: branch.map(str::to_owned),
-        title: "ValueError: bad config".into(),
-        kind: FailureKind::Exception,
-        language: Language::Python,
-        test_id: None,
-        repository: None,
-    }
+        FailureKind::Exception,
+        Language::Python,
+        "ValueError: bad config",
+    )
+    .on(commit, branch)
 }
 
 /// Applies `occs` to the pure model.
