@@ -6,8 +6,8 @@ use crate::args::{Format, IndexArgs, LocateArgs};
 use anyhow::Context as _;
 use std::io::Read;
 use std::process::ExitCode;
-use tracelab_code_index::repro::ReproPack;
 use tracelab_code_index::{LocateOptions, Locations};
+use tracelab_coverage::ReproPack;
 
 pub async fn index(args: IndexArgs) -> anyhow::Result<ExitCode> {
     let summary = tokio::task::spawn_blocking(move || {

@@ -18,6 +18,7 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-vector-qdrant"
         | "tracelab-service"
         | "tracelab-code-index"
+        | "tracelab-coverage"
         | "tracelab-ingest"
         | "tracelab-store"
         | "tracelab-engine"
@@ -79,11 +80,19 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     // Pushes with the deployment's git credentials settings.
     ("tracelab-codehost", &["tracelab-domain", "tracelab-repos"]),
     // The evidence parsers are the one reader of failure text (#17): the
-    // index reads a locate query's frames and coverage's failing tests
-    // through them. Ingest is pure (no IO) and depends on the domain only.
+    // index reads a locate query's frames through them. Ingest is pure (no
+    // IO) and depends on the domain only.
     (
         "tracelab-code-index",
         &["tracelab-domain", "tracelab-syntax", "tracelab-ingest"],
+    ),
+    // Coverage-based localisation's IO and Repro Packs (#17): runs a suite
+    // in the domain's `Sandbox`, reads its failing tests with the evidence
+    // parsers and hands the index the runs its Ochiai ranks; the index never
+    // depends on it.
+    (
+        "tracelab-coverage",
+        &["tracelab-domain", "tracelab-ingest", "tracelab-code-index"],
     ),
     ("tracelab-ingest", &["tracelab-domain"]),
     // Pure reconstruction of repair experience (#16): diffs and the oracle's
@@ -119,6 +128,8 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
         &[
             "tracelab-domain",
             "tracelab-code-index",
+            // The repair's neighbour tests by coverage.
+            "tracelab-coverage",
             "tracelab-ingest",
             "tracelab-repair",
             "tracelab-experience",
@@ -257,6 +268,7 @@ fn the_rules_catch_what_they_forbid() {
     let cases: &[(&str, &[&str])] = &[
         ("tracelab-domain", &["tracelab-ingest"]),
         ("tracelab-embed", &["tracelab-code-index"]),
+        ("tracelab-code-index", &["tracelab-coverage"]),
         ("tracelab-verifier", &["tracelab-arbiter"]),
         ("tracelab-engine", &["tracelab"]),
         ("tracelab-bus", &["tracelab-testkit"]),
@@ -271,6 +283,7 @@ fn the_rules_catch_what_they_forbid() {
         );
     }
     assert!(violations(&graph(&[("tracelab-store", &["tracelab-ingest"])])).is_empty());
+    assert!(violations(&graph(&[("tracelab-coverage", &["tracelab-code-index"])])).is_empty());
 }
 
 /// Every workspace package as (name, folder relative to the workspace root).

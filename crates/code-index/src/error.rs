@@ -24,11 +24,9 @@ pub enum Error {
     Cache { path: PathBuf, message: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    #[error("coverage data: {0}")]
-    Coverage(String),
     #[error("full-text index: {0}")]
     Search(String),
-    /// A port's failure (sandbox, embedder, vector index), with its kind.
+    /// A port's failure (embedder, vector index), with its kind.
     #[error(transparent)]
     Port(#[from] tracelab_domain::Error),
 }
@@ -44,7 +42,7 @@ impl Error {
             }
             Error::Io { .. } => ErrorKind::Unavailable,
             Error::Cache { .. } => ErrorKind::Internal,
-            Error::InvalidArgument(_) | Error::Coverage(_) => ErrorKind::InvalidArgument,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::Search(_) => ErrorKind::Internal,
             Error::Port(e) => e.kind,
         }

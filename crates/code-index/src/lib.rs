@@ -21,11 +21,11 @@
 //! ranks with [`score`] after hard filters (language, path prefix, revision
 //! window, tests). Every result carries each component's value, weight and a
 //! human reason; with per-test coverage the locator blends in spectrum-based
-//! fault localisation ([`sbfl`], Ochiai). The code-path agent
-//! (`tracelab_engine::agents::code_path`) calls [`locate()`]. [`coverage`] runs a Python suite under
-//! coverage.py in a sandbox (the domain's `Sandbox` port) to get that
-//! coverage, which `locate` then reports as the *spectrum* component;
-//! [`repro`] is the Repro Pack that lets the failure be run again.
+//! fault localisation ([`sbfl`], Ochiai), reported as the *spectrum*
+//! component. The code-path agent (`tracelab_engine::agents::code_path`)
+//! calls [`locate()`]. Getting that coverage (a Python suite under
+//! coverage.py in a sandbox) and the Repro Pack that lets the failure be run
+//! again are `tracelab-coverage`'s: it runs tests, this crate does not.
 //!
 //! **Undoing a culprit** ([`symbol_revert`]): when a whole-commit revert
 //! conflicts with later edits, [`restore_symbols`] puts back only the
@@ -38,7 +38,6 @@
 
 pub mod cache;
 pub mod callgraph;
-pub mod coverage;
 pub mod embed;
 pub mod error;
 pub mod evidence;
@@ -50,7 +49,6 @@ pub mod lexical;
 pub mod locate;
 pub mod model;
 pub mod qualify;
-pub mod repro;
 pub mod sbfl;
 pub mod score;
 pub mod snapshot;

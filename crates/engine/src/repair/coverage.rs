@@ -4,7 +4,7 @@
 //! and never names it (so `git grep` does not find it); such a test is in
 //! the function's coverage. Before the first attempt the whole Python suite
 //! runs once at the bad revision under coverage.py (`dynamic_context =
-//! test_function`, `tracelab_code_index::coverage`), in the hypothesis's
+//! test_function`, `tracelab_coverage::suite`), in the hypothesis's
 //! own sandbox; each attempt then adds the tests that covered a line of the
 //! patched function (the innermost function around each changed region,
 //! from the tree-sitter parse of the file) to its neighbour tests. Bounded:
@@ -19,10 +19,10 @@ use crate::git::Worktree;
 use crate::verify::worktree_reset;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use tracelab_code_index::coverage::{PythonCommand, collect};
 use tracelab_code_index::extract::parse_file;
 use tracelab_code_index::sbfl::TestRun;
 use tracelab_code_index::snapshot::file_symbols;
+use tracelab_coverage::{PythonCommand, collect};
 use tracelab_domain::Language;
 use tracelab_domain::Result;
 use tracelab_domain::ports::Sandbox;

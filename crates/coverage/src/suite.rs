@@ -1,5 +1,5 @@
 //! Per-test coverage of a Python suite, run in a sandbox: the spectrum that
-//! [`crate::sbfl`] turns into Ochiai scores.
+//! `tracelab_code_index::sbfl` turns into Ochiai scores.
 //!
 //! A test command (`python3 -m pytest …`, `pytest …`, `python3 -m unittest …`)
 //! is planned into three sandbox commands: a probe that coverage.py is
@@ -12,12 +12,13 @@
 //! Outputs go to `.tracelab-coverage/` inside the worktree, which every
 //! sandbox kind can write.
 
+use crate::contexts::{parse_coverage_py_json, runs_from_coverage};
 use crate::error::{Error, Result};
-use crate::sbfl::{TestRun, parse_coverage_py_json, runs_from_coverage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
+use tracelab_code_index::sbfl::TestRun;
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox};
 use tracelab_domain::runner as domain_runner;
 use tracelab_ingest::test_run;

@@ -5,12 +5,12 @@
 //! writes one; `tracelab repro --pack FILE` materialises and runs it.
 //! Pure data and rendering; running it is the CLI's job.
 
-use crate::coverage::{FailingTest, PythonCommand, Spectrum, failing_tests};
+use crate::contexts::same_test;
 use crate::error::{Error, Result};
-use crate::locate::Locations;
-use crate::sbfl::same_test;
+use crate::suite::{FailingTest, PythonCommand, Spectrum, failing_tests};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tracelab_code_index::Locations;
 
 /// Bumped when a field changes meaning; older packs are refused clearly.
 pub const FORMAT: u32 = 1;
@@ -234,7 +234,7 @@ impl ReproPack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coverage::Runner;
+    use crate::suite::Runner;
 
     fn pack() -> ReproPack {
         let test = PythonCommand::parse(
