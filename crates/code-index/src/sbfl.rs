@@ -1,5 +1,5 @@
 //! Spectrum-based fault localisation: Ochiai over per-test line coverage,
-//! aggregated to functions. A ranking signal of [`crate::locate`] (the
+//! aggregated to functions. A ranking signal of [`crate::locate()`] (the
 //! `spectrum` component), so it stays with the ranking; running a suite
 //! under coverage and reading its report is `tracelab-coverage`'s.
 //!
