@@ -23,7 +23,7 @@
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer, WebhookAttempt};
+use tracelab_dashboard::{Authenticator, DashboardSource, ListFilter, Viewer};
 use tracelab_domain::Result;
 #[cfg(feature = "server")]
 use tracelab_domain::audit::PullRequestLink;
@@ -32,6 +32,7 @@ use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
+use tracelab_domain::webhook::WebhookDelivery;
 use tracelab_notify::jira::{Flavor, JiraSettings};
 use tracelab_notify::webhooks::{WebhookSettings, Webhooks};
 use tracelab_notify::{Outgoing, Views};
@@ -363,22 +364,8 @@ impl DashboardSource for Source {
     }
 
     /// The delivery log of this machine's webhooks and Jira comments.
-    async fn webhook_deliveries(&self, id: &str) -> Result<Vec<WebhookAttempt>> {
-        Ok(self
-            .store
-            .webhook_deliveries(id)
-            .await?
-            .into_iter()
-            .map(|d| WebhookAttempt {
-                event: d.event,
-                url: d.url,
-                attempt: d.attempt,
-                delivered: d.delivered,
-                http_status: d.http_status,
-                error: d.error,
-                at: d.at,
-            })
-            .collect())
+    async fn webhook_deliveries(&self, id: &str) -> Result<Vec<WebhookDelivery>> {
+        self.store.webhook_deliveries(id).await
     }
 
     fn opens_pull_requests(&self) -> bool {

@@ -24,7 +24,7 @@ mod routes;
 mod source;
 
 pub use auth::{Authenticator, Viewer};
-pub use source::{DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter, WebhookAttempt};
+pub use source::{DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter};
 
 use axum::Router;
 use axum::routing::{get, post};

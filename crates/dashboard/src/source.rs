@@ -4,6 +4,7 @@
 use tracelab_domain::audit::{HandOff, PullRequestLink};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
+use tracelab_domain::webhook::WebhookDelivery;
 use tracelab_domain::{Error, Result};
 
 /// Where the dashboard reads investigations and sends reviews. The fleet's
@@ -57,21 +58,9 @@ pub trait DashboardSource: Send + Sync + 'static {
     }
     /// The investigation's outgoing webhook attempts, oldest first; hosts
     /// that send none keep the default (no section on the page).
-    async fn webhook_deliveries(&self, _id: &str) -> Result<Vec<WebhookAttempt>> {
+    async fn webhook_deliveries(&self, _id: &str) -> Result<Vec<WebhookDelivery>> {
         Ok(Vec::new())
     }
-}
-
-/// One attempt to deliver a webhook, as the investigation's page lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookAttempt {
-    pub event: String,
-    pub url: String,
-    pub attempt: u32,
-    pub delivered: bool,
-    pub http_status: Option<u16>,
-    pub error: Option<String>,
-    pub at: Option<time::OffsetDateTime>,
 }
 
 /// What the `/groups` page asks for.

@@ -1216,8 +1216,10 @@ fn the_sparkline_scales_to_the_busiest_day() {
 fn webhook_deliveries_are_listed_escaped() {
     let report = regression_verified();
     let attempts = [
-        crate::WebhookAttempt {
+        tracelab_domain::webhook::WebhookDelivery {
+            investigation_id: "inv-1".into(),
             event: "approved".into(),
+            delivery_id: "d-1".into(),
             url: "https://hooks.example/<x>".into(),
             attempt: 1,
             delivered: false,
@@ -1225,8 +1227,10 @@ fn webhook_deliveries_are_listed_escaped() {
             error: Some("the receiver answered HTTP 500".into()),
             at: Some(at(100)),
         },
-        crate::WebhookAttempt {
+        tracelab_domain::webhook::WebhookDelivery {
+            investigation_id: "inv-1".into(),
             event: "approved".into(),
+            delivery_id: "d-1".into(),
             url: "https://hooks.example/<x>".into(),
             attempt: 2,
             delivered: true,
@@ -1235,7 +1239,7 @@ fn webhook_deliveries_are_listed_escaped() {
             at: Some(at(101)),
         },
     ];
-    let page = |w: &[crate::WebhookAttempt]| {
+    let page = |w: &[tracelab_domain::webhook::WebhookDelivery]| {
         crate::pages::detail(&crate::pages::Detail {
             viewer: &reviewer(),
             csrf: "x",

@@ -31,6 +31,7 @@ pub mod signature;
 pub mod state;
 pub mod vectors;
 pub mod verdict;
+pub mod webhook;
 
 pub use error::{Error, ErrorKind, Result};
 pub use frame::Frame;

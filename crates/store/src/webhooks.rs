@@ -6,29 +6,9 @@ use crate::pg_error::db_error as pg_db_error;
 use crate::postgres::PgStore;
 use crate::sqlite::{SqliteStore, db_error as sqlite_db_error, now, parse_time};
 use sqlx::Row;
-use time::OffsetDateTime;
 use tracelab_domain::Result;
 
-/// One attempt to deliver one event to one URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookDelivery {
-    pub investigation_id: String,
-    /// `created`, `decided`, `approved`, `rejected`, `pull_request_opened`.
-    pub event: String,
-    /// The same for every attempt of one event to one URL (the receiver's
-    /// deduplication key).
-    pub delivery_id: String,
-    pub url: String,
-    /// 1 for the first attempt.
-    pub attempt: u32,
-    /// The receiver answered 2xx.
-    pub delivered: bool,
-    pub http_status: Option<u16>,
-    /// Why it was not delivered.
-    pub error: Option<String>,
-    /// When it was recorded; set by the store.
-    pub at: Option<OffsetDateTime>,
-}
+pub use tracelab_domain::webhook::WebhookDelivery;
 
 /// The most rows [`PgStore::webhook_deliveries`] returns, newest kept.
 pub const MAX_LISTED: i64 = 200;

@@ -8,7 +8,6 @@ use crate::auth::{Action, Auth, Caller, Role};
 use std::sync::Arc;
 use tracelab_dashboard::{
     Authenticator, DashboardSource, GroupFilter, GroupRow, GroupsPage, ListFilter, Viewer,
-    WebhookAttempt,
 };
 use tracelab_domain::Result;
 use tracelab_domain::audit::{HandOff, PullRequestLink};
@@ -17,6 +16,7 @@ use tracelab_domain::ports::{HandOffStore, InvestigationStore};
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::Transition;
 use tracelab_domain::verdict::Verdict;
+use tracelab_domain::webhook::WebhookDelivery;
 
 /// Days of evidence the `/groups` sparklines cover.
 const GROUP_DAYS: u32 = 14;
@@ -181,23 +181,8 @@ impl DashboardSource for Source {
         }))
     }
 
-    async fn webhook_deliveries(&self, id: &str) -> Result<Vec<WebhookAttempt>> {
-        Ok(self
-            .api
-            .store
-            .webhook_deliveries(id)
-            .await?
-            .into_iter()
-            .map(|d| WebhookAttempt {
-                event: d.event,
-                url: d.url,
-                attempt: d.attempt,
-                delivered: d.delivered,
-                http_status: d.http_status,
-                error: d.error,
-                at: d.at,
-            })
-            .collect())
+    async fn webhook_deliveries(&self, id: &str) -> Result<Vec<WebhookDelivery>> {
+        self.api.store.webhook_deliveries(id).await
     }
 }
 

@@ -30,7 +30,7 @@ pub(crate) struct Detail<'a> {
     /// The host can open pull requests: an approved investigation gets the button.
     pub opens_pull_requests: bool,
     /// Outgoing webhook attempts, oldest first.
-    pub webhooks: &'a [crate::source::WebhookAttempt],
+    pub webhooks: &'a [tracelab_domain::webhook::WebhookDelivery],
 }
 
 pub(crate) fn detail(d: &Detail<'_>) -> Markup {
@@ -699,7 +699,7 @@ fn hand_off(h: &HandOff, d: &Detail<'_>) -> Markup {
 }
 
 /// Every attempt to deliver this investigation's webhooks.
-fn webhooks(attempts: &[crate::source::WebhookAttempt]) -> Markup {
+fn webhooks(attempts: &[tracelab_domain::webhook::WebhookDelivery]) -> Markup {
     html! {
         section.webhooks id="webhooks" {
             h2 { "Webhook deliveries" }
