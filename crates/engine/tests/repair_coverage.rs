@@ -4,14 +4,18 @@
 //! function's name finds it), is REJECTED because coverage.py says that
 //! test runs the function; the report names the tests that were run. Runs
 //! Debian's python3, which has pytest and coverage.py (CI installs
-//! python3-coverage; `.ci/run`).
+//! python3-coverage; `.ci/run`), on the local sandbox and in the Docker
+//! base image (`deploy/sandbox/build-base-image.sh`, which carries
+//! coverage.py), the fleet's sandbox.
 
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_domain::experiment::{Outcome, Step};
 use tracelab_domain::hypothesis::{HypothesisKind, HypothesisStatus};
+use tracelab_domain::ports::SandboxProvider;
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
+use tracelab_sandbox_docker::{DockerConfig, DockerSandboxProvider};
 use tracelab_store::SqliteStore;
 use tracelab_testkit::FixtureRepo;
 
@@ -34,16 +38,55 @@ fn coverage_py() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+fn backends_required() -> bool {
+    std::env::var("TRACELAB_REQUIRE_BACKENDS").is_ok_and(|v| v == "1")
+}
+
 #[tokio::test]
 async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_rejected() {
     if !coverage_py() {
         assert!(
-            std::env::var_os("TRACELAB_REQUIRE_BACKENDS").is_none(),
+            !backends_required(),
             "coverage.py and pytest are required for /usr/bin/python3"
         );
         eprintln!("skipped: /usr/bin/python3 has no coverage.py or pytest");
         return;
     }
+    let local = LocalConfig {
+        path: SYSTEM_PATH.into(),
+        allowlist: EngineConfig::default().allowlist,
+    };
+    rejects_the_edit_by_coverage(Arc::new(LocalSandboxProvider::new(local))).await;
+}
+
+/// The same in the Docker sandbox: the base image carries coverage.py, so
+/// the fleet's verifiers find covering tests too.
+#[tokio::test]
+async fn in_the_docker_sandbox_too() {
+    let setting = match std::env::var("TRACELAB_TEST_DOCKER") {
+        Ok(value) if !value.is_empty() && value != "0" => value,
+        _ => {
+            assert!(
+                !backends_required(),
+                "TRACELAB_TEST_DOCKER is unset but TRACELAB_REQUIRE_BACKENDS=1"
+            );
+            eprintln!("skipped: set TRACELAB_TEST_DOCKER=1 to run Docker tests");
+            return;
+        }
+    };
+    let mut config = DockerConfig::default();
+    if let Some(socket) = setting.strip_prefix("unix://") {
+        config.socket = socket.into();
+    } else if setting.starts_with('/') {
+        config.socket = setting.into();
+    }
+    let provider = DockerSandboxProvider::connect(config)
+        .await
+        .expect("TRACELAB_TEST_DOCKER is set, so Docker and the base image are usable");
+    rejects_the_edit_by_coverage(Arc::new(provider)).await;
+}
+
+async fn rejects_the_edit_by_coverage(sandboxes: Arc<dyn SandboxProvider>) {
     let mut repo = FixtureRepo::new();
     repo.commit(
         "Offsets and labels",
@@ -59,14 +102,10 @@ async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_r
         command_timeout: Duration::from_secs(60),
         ..Default::default()
     };
-    let local = LocalConfig {
-        path: SYSTEM_PATH.into(),
-        allowlist: config.allowlist.clone(),
-    };
     let engine = Engine {
         config,
         store: Arc::new(SqliteStore::in_memory().await.unwrap()),
-        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
+        sandboxes,
         progress: Arc::new(Silent),
     };
     let report = engine
