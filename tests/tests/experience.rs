@@ -5,7 +5,6 @@
 //! the embedded pipeline's code); the arbiter picks it by evidence.
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::Duration;
 use tracelab_e2e::{Fleet, FleetOptions, backends};
 use tracelab_experience::evidence::failures_from_output;
@@ -13,16 +12,13 @@ use tracelab_experience::{
     CiRun, ExperienceRecord, History, JobRun, PathRelations, Revision, StepRun, StepStatus,
 };
 use tracelab_store::{ExperienceStore, PgOptions, PgStore};
+use tracelab_testkit::git;
 use tracelab_testkit::scenarios::{self, Scenario};
 
 /// The services' PATH (Debian's python3, with pytest).
 const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const FIXED: &str =
     "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    tracelab_testkit::git(dir, args)
-}
 
 /// The overfitting trap (no repair template fixes it) repaired on a branch
 /// of its first commit, and the main line moved on so that the repair no

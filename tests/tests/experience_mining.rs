@@ -8,20 +8,16 @@
 //! delivered again adds no second record.
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::{Duration, Instant};
 use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message};
 use tracelab_e2e::{Fleet, FleetOptions, backends};
 use tracelab_store::{ExperienceStore, PgOptions, PgStore};
+use tracelab_testkit::git;
 use tracelab_testkit::scenarios::{self, Scenario};
 
 const FIXED: &str =
     "def window(xs, start, size):\n    end = start + size\n    return xs[start:end]\n";
 const BRANCH: &str = "fix-window";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    tracelab_testkit::git(dir, args)
-}
 
 /// The GitHub Actions workflow whose `test` job runs the scenario's test
 /// command (so the mined record's validation is that command).

@@ -45,9 +45,9 @@ mod journal;
 pub mod notifications;
 pub mod outbox;
 mod pg_error;
-mod stages;
 mod postgres;
 mod sqlite;
+mod stages;
 pub mod webhooks;
 
 pub use ci_reports::{CiReportRow, Mining};
@@ -55,10 +55,10 @@ pub use experience::ExperienceStore;
 pub use groups::{EvidenceOutcome, NewEvidence, PgGroupStore, SqliteGroupStore, Suggested};
 pub use idempotency::record_once;
 pub use outbox::OutboxMessage;
+pub use postgres::{PgOptions, PgStore};
+pub use sqlite::SqliteStore;
 pub use stages::{
     ArbitrationInput, Created, EvidenceRow, GroupInvestigation, InvestigationRow, NewInvestigation,
     ProposalRecord, Recorded,
 };
-pub use postgres::{PgOptions, PgStore};
-pub use sqlite::SqliteStore;
 pub use tracelab_domain::ports::{HandOffStore, InvestigationStore};

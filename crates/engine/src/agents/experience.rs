@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::git::Git;
 use crate::oracle;
 use crate::repair::{Attempt, Prover};
+use crate::retrieval::retrieval;
 use std::collections::BTreeSet;
 use tokio::process::Command;
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisStatus};
@@ -27,7 +28,6 @@ use tracelab_domain::{Error, Result};
 use tracelab_experience::Failure;
 use tracelab_experience::apply::{self, FileChange, Placement};
 use tracelab_experience::records::Level;
-use crate::retrieval::retrieval;
 use tracelab_experience::retrieve::{self, Retrieved};
 
 pub use crate::config::Experience;
