@@ -2,7 +2,7 @@
 //! history's CI observations from reports CI already sent (`tracelab
 //! report`'s JSON, one per file) instead of re-running commands.
 //!
-//! Each report is parsed by `tracelab_ingest` (JUnit, runner output, the
+//! Each report is parsed by `tracelab_evidence` (JUnit, runner output, the
 //! log tail) into failures, placed on its commit of the first-parent line
 //! `--from..--to`, and, with the workflow file read at that commit, on its
 //! job and step (`tracelab_experience::ci_reports`). What cannot be placed
@@ -14,12 +14,12 @@ use anyhow::Context as _;
 use std::collections::BTreeSet;
 use std::path::Path;
 use tracelab_engine::git::Git;
+use tracelab_evidence::ParseOptions;
+use tracelab_evidence::ci::{CiFailureReport, parse_ci_report};
 use tracelab_experience::ci_history::{self, ReportAt, WorkflowAt};
 use tracelab_experience::ci_reports::JobReport;
 use tracelab_experience::reconstruct::Note;
 use tracelab_experience::{Failure, History, Revision};
-use tracelab_ingest::ParseOptions;
-use tracelab_ingest::ci::{CiFailureReport, parse_ci_report};
 
 /// The history `from..to` (`ids`: the first-parent commits with their
 /// parents, `from` first) observed through the reports in `dir`. Placing

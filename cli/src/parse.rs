@@ -13,8 +13,8 @@ use anyhow::Context as _;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tracelab_ingest::similar::StackProfile;
-use tracelab_ingest::{GroupKey, Occurrence, ParseOptions, Severity, SimilarityConfig};
+use tracelab_evidence::similar::StackProfile;
+use tracelab_evidence::{GroupKey, Occurrence, ParseOptions, Severity, SimilarityConfig};
 use tracelab_store::SqliteGroupStore;
 use tracelab_store::groups::{MergeRecord, MergingGroupStore, Undo};
 
@@ -23,7 +23,7 @@ use tracelab_store::groups::{MergeRecord, MergingGroupStore, Undo};
 struct Recorded {
     key: GroupKey,
     count: u64,
-    observation: tracelab_ingest::Observation,
+    observation: tracelab_evidence::Observation,
     /// Set when this failure's exact key was merged into the group now.
     merged: Option<MergeRecord>,
 }
@@ -111,14 +111,14 @@ pub async fn run(args: ParseArgs, db: &Option<PathBuf>) -> anyhow::Result<ExitCo
         options.redaction_key = key;
     }
     let input = if source == "-" {
-        tracelab_ingest::read_bounded(std::io::stdin().lock(), &options.limits)
+        tracelab_evidence::read_bounded(std::io::stdin().lock(), &options.limits)
             .context("cannot read standard input")?
     } else {
         let file = std::fs::File::open(&source).with_context(|| format!("cannot open {source}"))?;
-        tracelab_ingest::read_bounded(file, &options.limits)
+        tracelab_evidence::read_bounded(file, &options.limits)
             .with_context(|| format!("cannot read {source}"))?
     };
-    let output = tracelab_ingest::parse(&input.bytes, &options);
+    let output = tracelab_evidence::parse(&input.bytes, &options);
     let index = match &args.group_against {
         Some(dir) => Some(group_index(dir, &options)?),
         None => None,
@@ -223,24 +223,25 @@ pub async fn run(args: ParseArgs, db: &Option<PathBuf>) -> anyhow::Result<ExitCo
 fn group_index(
     dir: &std::path::Path,
     options: &ParseOptions,
-) -> anyhow::Result<tracelab_ingest::GroupIndex> {
+) -> anyhow::Result<tracelab_evidence::GroupIndex> {
     let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file())
         .collect();
     paths.sort();
-    let mut index = tracelab_ingest::GroupIndex::new(tracelab_ingest::SimilarityConfig::default());
+    let mut index =
+        tracelab_evidence::GroupIndex::new(tracelab_evidence::SimilarityConfig::default());
     for path in paths {
         let file = std::fs::File::open(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
-        let input = tracelab_ingest::read_bounded(file, &options.limits)
+        let input = tracelab_evidence::read_bounded(file, &options.limits)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let parsed = tracelab_ingest::parse(&input.bytes, options);
+        let parsed = tracelab_evidence::parse(&input.bytes, options);
         let several = parsed.failures.len() > 1;
         for (n, f) in parsed.failures.iter().enumerate() {
             let label = if several {
@@ -255,8 +256,8 @@ fn group_index(
 }
 
 /// One line for the Markdown output.
-fn describe(a: &tracelab_ingest::similar::Assignment) -> String {
-    use tracelab_ingest::similar::Join;
+fn describe(a: &tracelab_evidence::similar::Assignment) -> String {
+    use tracelab_evidence::similar::Join;
     match &a.join {
         Join::New => format!("group {} (new: nothing similar in the directory)", a.group),
         Join::Exact => format!("group {} (same exact key)", a.group),
@@ -274,7 +275,7 @@ fn describe(a: &tracelab_ingest::similar::Assignment) -> String {
 
 /// One line for the Markdown output of `--record`.
 fn describe_recorded(r: &Recorded) -> String {
-    use tracelab_ingest::Observation;
+    use tracelab_evidence::Observation;
     match (&r.merged, &r.observation) {
         (Some(m), _) => format!(
             "recorded in group {} (merged: similar, score {:.2}, {} frames matched; undo with --unmerge {})",

@@ -13,11 +13,11 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use tracelab_ingest::RequestLimits;
-use tracelab_ingest::ci::{
+use tracelab_evidence::RequestLimits;
+use tracelab_evidence::ci::{
     self, CiContext, CiFailureReport, EnvFingerprint, LOCKFILES, LogTail, ReportFile,
 };
-use tracelab_ingest::{Limits, read_bounded};
+use tracelab_evidence::{Limits, read_bounded};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {

@@ -56,7 +56,7 @@ fn report(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn sha256_hex(bytes: &[u8]) -> String {
     // The digest is checked against the library's own function (tested on a known vector there).
-    tracelab_ingest::ci::lockfile_digest(bytes)
+    tracelab_evidence::ci::lockfile_digest(bytes)
 }
 
 #[test]
@@ -316,7 +316,8 @@ fn posts_to_the_server_and_honours_retry_after() {
         assert_eq!(p["commit"], head.as_str());
         assert_eq!(p["reports"][0]["path"], "target/reports/nested/junit.xml");
     }
-    let accepted: tracelab_ingest::CiFailureReport = serde_json::from_slice(&seen[1].body).unwrap();
+    let accepted: tracelab_evidence::CiFailureReport =
+        serde_json::from_slice(&seen[1].body).unwrap();
     assert_eq!(
         accepted.reports.len(),
         1,

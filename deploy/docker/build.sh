@@ -7,8 +7,8 @@
 #
 # Images: PREFIX/tracelab-<service>:TAG (the Helm chart's image.repository
 # is PREFIX). Needs BuildKit (docker buildx or DOCKER_BUILDKIT=1). A service
-# whose cargo package is not tracelab-<service> is named with
-# PACKAGE_<SERVICE>=..., e.g. PACKAGE_INGEST=tracelab-ingest-service.
+# built from another cargo package than tracelab-<service> is named with
+# PACKAGE_<SERVICE>=..., e.g. PACKAGE_INGEST=my-ingest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,7 +20,6 @@ for service in investigator verifier arbiter ingest indexer; do
     image="$prefix/tracelab-$service:$tag"
     package_var="PACKAGE_${service^^}"
     default_package="tracelab-$service"
-    [ "$service" = ingest ] && default_package=tracelab-ingest-service
     package="${!package_var:-$default_package}"
     echo "build.sh: $image" >&2
     DOCKER_BUILDKIT=1 docker build -f deploy/docker/Dockerfile \

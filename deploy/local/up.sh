@@ -50,7 +50,7 @@ fi
 deploy/local/backends.sh start
 eval "$(deploy/local/backends.sh env)"
 
-PACKAGES=(tracelab-ingest-service tracelab-indexer tracelab-investigator tracelab-verifier tracelab-arbiter)
+PACKAGES=(tracelab-ingest tracelab-indexer tracelab-investigator tracelab-verifier tracelab-arbiter)
 log "building ${PACKAGES[*]} (release)"
 cargo build --release --locked $(printf -- '-p %s ' "${PACKAGES[@]}") >&2
 BIN="$CARGO_TARGET_DIR/release"
@@ -80,7 +80,7 @@ start() { # name binary health-port settings...
 # says which). `--set sandbox.kind=docker` for containers.
 start investigator tracelab-investigator "$API_PORT" --config "$FLEET_DIR/investigator.toml" \
     --set "grpc_listen=127.0.0.1:$((API_PORT + 1))"
-start ingest tracelab-ingest-service $((API_PORT + 2)) --config "$FLEET_DIR/ingest.toml" \
+start ingest tracelab-ingest $((API_PORT + 2)) --config "$FLEET_DIR/ingest.toml" \
     --set "grpc_listen=127.0.0.1:$((API_PORT + 3))"
 # Local repositories under the roots every service shares (fleet.toml's
 # [fleet.repositories] local_roots), as for the API.

@@ -98,8 +98,7 @@ pub struct Fleet {
     http: reqwest::Client,
 }
 
-/// This package's service binary `tracelab-<name>` (`ingest-service` for the
-/// ingest: `tracelab-ingest` is the evidence library). Cargo builds a package's
+/// This package's service binary `tracelab-<name>`. Cargo builds a package's
 /// binaries before its integration tests, next to their `deps/` folder.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
@@ -167,7 +166,7 @@ impl Fleet {
         fleet.ingest = format!("http://127.0.0.1:{ingest}");
         fleet.spawn(
             "ingest",
-            "ingest-service",
+            "ingest",
             &[
                 format!("listen=127.0.0.1:{ingest}"),
                 format!("grpc_listen=127.0.0.1:{otlp}"),

@@ -19,7 +19,7 @@ fn layer(name: &str) -> Option<Layer> {
         | "tracelab-service"
         | "tracelab-code-index"
         | "tracelab-coverage"
-        | "tracelab-ingest"
+        | "tracelab-evidence"
         | "tracelab-store"
         | "tracelab-engine"
         | "tracelab-repair"
@@ -35,7 +35,7 @@ fn layer(name: &str) -> Option<Layer> {
         "tracelab-investigator"
         | "tracelab-verifier"
         | "tracelab-arbiter"
-        | "tracelab-ingest-service"
+        | "tracelab-ingest"
         | "tracelab-indexer" => Service,
         "tracelab" => Cli,
         "tracelab-e2e" | "tracelab-loadtest" => Harness,
@@ -59,7 +59,7 @@ enum Layer {
 
 /// What each library may depend on (TraceLab crates, normal dependencies).
 /// Adapters reach the domain's ports and nothing else; `store` also holds
-/// the group stores of `ingest`'s model; `fleet` is the services' shared wiring.
+/// the group stores of `evidence`'s model; `fleet` is the services' shared wiring.
 const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     ("tracelab-sandbox", &["tracelab-domain"]),
     // The Docker sandbox reuses the local runner's worktree hand-over walker.
@@ -84,7 +84,7 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     // IO) and depends on the domain only.
     (
         "tracelab-code-index",
-        &["tracelab-domain", "tracelab-syntax", "tracelab-ingest"],
+        &["tracelab-domain", "tracelab-syntax", "tracelab-evidence"],
     ),
     // Coverage-based localisation's IO and Repro Packs (#17): runs a suite
     // in the domain's `Sandbox`, reads its failing tests with the evidence
@@ -92,35 +92,43 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
     // depends on it.
     (
         "tracelab-coverage",
-        &["tracelab-domain", "tracelab-ingest", "tracelab-code-index"],
+        &[
+            "tracelab-domain",
+            "tracelab-evidence",
+            "tracelab-code-index",
+        ],
     ),
-    ("tracelab-ingest", &["tracelab-domain"]),
+    ("tracelab-evidence", &["tracelab-domain"]),
     // Pure reconstruction of repair experience (#16): diffs and the oracle's
     // test-path rule come from the domain, a step's output is read by the
     // evidence parsers (the one reader of failure text, #17); mining's IO is
     // the CLI's.
     (
         "tracelab-experience",
-        &["tracelab-domain", "tracelab-ingest"],
+        &["tracelab-domain", "tracelab-evidence"],
     ),
     ("tracelab-repair", &["tracelab-domain", "tracelab-syntax"]),
     // The LLM patch agent's chat client (#12) implements the domain's
-    // `ChatModel` port and runs ingest's redactor over every message it
+    // `ChatModel` port and runs the evidence crate's redactor over every message it
     // sends: the client is the one place every prompt passes.
-    ("tracelab-llm", &["tracelab-domain", "tracelab-ingest"]),
+    ("tracelab-llm", &["tracelab-domain", "tracelab-evidence"]),
     (
         "tracelab-index-client",
         &["tracelab-domain", "tracelab-code-index", "tracelab-proto"],
     ),
     // The store also keeps repair experience records (#16): pure data and
-    // logic of `tracelab-experience`, which depends on the domain and ingest.
+    // logic of `tracelab-experience`, which depends on the domain and evidence.
     (
         "tracelab-store",
-        &["tracelab-domain", "tracelab-ingest", "tracelab-experience"],
+        &[
+            "tracelab-domain",
+            "tracelab-evidence",
+            "tracelab-experience",
+        ],
     ),
     // The experience agent (#16) retrieves and re-applies records with
     // `tracelab-experience`'s pure logic. A probe's output is read by the
-    // evidence parsers (`tracelab_ingest::test_run`, #17): its failure
+    // evidence parsers (`tracelab_evidence::test_run`, #17): its failure
     // signature, failing tests and frames come from the one reader of
     // failure text, not from patterns of the engine's own.
     (
@@ -130,7 +138,7 @@ const LIBRARY_DEPS: &[(&str, &[&str])] = &[
             "tracelab-code-index",
             // The repair's neighbour tests by coverage.
             "tracelab-coverage",
-            "tracelab-ingest",
+            "tracelab-evidence",
             "tracelab-repair",
             "tracelab-experience",
         ],
@@ -266,7 +274,7 @@ fn the_rules_catch_what_they_forbid() {
             .collect()
     };
     let cases: &[(&str, &[&str])] = &[
-        ("tracelab-domain", &["tracelab-ingest"]),
+        ("tracelab-domain", &["tracelab-evidence"]),
         ("tracelab-embed", &["tracelab-code-index"]),
         ("tracelab-code-index", &["tracelab-coverage"]),
         ("tracelab-verifier", &["tracelab-arbiter"]),
@@ -282,7 +290,7 @@ fn the_rules_catch_what_they_forbid() {
             "{case:?} breaks a rule"
         );
     }
-    assert!(violations(&graph(&[("tracelab-store", &["tracelab-ingest"])])).is_empty());
+    assert!(violations(&graph(&[("tracelab-store", &["tracelab-evidence"])])).is_empty());
     assert!(violations(&graph(&[("tracelab-coverage", &["tracelab-code-index"])])).is_empty());
 }
 

@@ -1077,7 +1077,7 @@ async fn the_api_refuses_inline_code_repository_programs_and_unbounded_timeouts(
 fn services_without_tokens_refuse_to_start() {
     for (service, what) in [
         ("investigator", "no API tokens configured"),
-        ("ingest-service", "no intake tokens configured"),
+        ("ingest", "no intake tokens configured"),
         ("indexer", "no indexer tokens configured"),
     ] {
         let ports = [

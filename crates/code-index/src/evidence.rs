@@ -5,15 +5,15 @@
 use std::collections::HashMap;
 pub use tracelab_domain::Frame;
 use tracelab_domain::runner::Runner;
-use tracelab_ingest::locations::with_locations;
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::locations::with_locations;
+use tracelab_evidence::test_run::TestRun;
 
 /// Frames innermost last, as [`Frame`] lists are ordered, read by the
-/// evidence parsers (`tracelab_ingest`, the one reader of failure text):
+/// evidence parsers (`tracelab_evidence`, the one reader of failure text):
 /// each failure's frames and its chain's, in the order the failures appear,
 /// each frame once, after the `path.ext:line` locations outside any trace
 /// (a lint or compiler line, a location pasted alone;
-/// `tracelab_ingest::locations`: weaker than a trace's frames, so on the
+/// `tracelab_evidence::locations`: weaker than a trace's frames, so on the
 /// outermost end). A frame's file is the path as the parsers normalised it
 /// (CI and home prefixes removed); it is `in_app` unless it is a library's
 /// or the toolchain's.

@@ -6,7 +6,7 @@
 //! coverage.py in a sandbox (the domain's `Sandbox` port), each line
 //! recording the test functions that ran it; [`contexts`] reads that report
 //! and joins it with the runner's failing tests (read by
-//! `tracelab_ingest::test_run`, the one reader of failure text) into
+//! `tracelab_evidence::test_run`, the one reader of failure text) into
 //! `tracelab_code_index::sbfl::TestRun`s. Ochiai stays in the code index:
 //! `locate` blends it in as its `spectrum` component, and its reasons count
 //! the runs, so the index takes runs rather than scores and this crate

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tracelab_code_index::sbfl::TestRun;
 use tracelab_domain::ports::{CommandResult, CommandSpec, Sandbox};
 use tracelab_domain::runner as domain_runner;
-use tracelab_ingest::test_run;
+use tracelab_evidence::test_run;
 
 /// Directory (in the worktree) for the rc file, data and JSON report.
 pub const WORK_DIR: &str = ".tracelab-coverage";
@@ -223,7 +223,7 @@ pub fn dotted_from_pytest_id(id: &str) -> String {
 }
 
 /// The failing tests a runner printed, sorted and without duplicates, read
-/// by the evidence parsers (`tracelab_ingest::test_run`), with
+/// by the evidence parsers (`tracelab_evidence::test_run`), with
 /// pytest ids kept only when they name a test (`path::test`, not a
 /// collection error's bare path).
 pub fn failing_tests(runner: Runner, output: &str) -> Vec<FailingTest> {

@@ -1,5 +1,5 @@
 //! One stack frame, the one shape every reader of failure text produces:
-//! the evidence parsers (`tracelab-ingest`), the code index's frame reader
+//! the evidence parsers (`tracelab-evidence`), the code index's frame reader
 //! and whatever compares or ranks frames.
 //!
 //! **Order.** A list of frames is ordered *innermost last*, as Python prints

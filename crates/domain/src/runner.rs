@@ -2,7 +2,7 @@
 //! uses and how to run one test alone.
 //!
 //! This is deliberately small; reading which tests failed is the evidence
-//! parsers' (`tracelab_ingest::test_run` reads a run's failing tests in the
+//! parsers' (`tracelab_evidence::test_run` reads a run's failing tests in the
 //! spelling [`isolate`] takes back).
 
 mod unittest;

@@ -2,7 +2,7 @@
 //! line numbers, addresses or timings, so the same failure matches across
 //! revisions and a different failure (an import error, another test) does not.
 //! The rule ([`FailureSignature::matches`]) is the domain's; the reading of
-//! a run's output is the evidence parsers' (`tracelab_ingest::test_run`).
+//! a run's output is the evidence parsers' (`tracelab_evidence::test_run`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

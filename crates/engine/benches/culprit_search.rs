@@ -18,7 +18,7 @@ use tracelab_engine::pool::Pool;
 use tracelab_engine::probe::TestCommand;
 use tracelab_engine::workspace::Workspace;
 use tracelab_engine::{EngineConfig, Silent};
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::test_run::TestRun;
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
 use tracelab_testkit::scenarios::{Scenario, linear_regression};
 

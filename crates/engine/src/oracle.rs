@@ -12,7 +12,7 @@ use tracelab_domain::Result;
 use tracelab_domain::oracle::failing_test_files;
 use tracelab_domain::runner::Runner;
 use tracelab_domain::signature::FailureSignature;
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::test_run::TestRun;
 
 /// `output` with the workspace's worktree folders (`<root>/<slot>/`) taken
 /// out of its paths, so what it names are repository files whatever

@@ -8,7 +8,7 @@ use tracelab_domain::experiment::{Experiment, Outcome, RunCounts, Step, trim_out
 use tracelab_domain::ports::{CommandResult, CommandSpec};
 use tracelab_domain::runner::Runner;
 use tracelab_domain::signature::FailureSignature;
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::test_run::TestRun;
 
 /// The test command as the engine runs it.
 #[derive(Debug, Clone)]

@@ -34,7 +34,7 @@ use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::report::Suspect;
 use tracelab_domain::runner::{self, Runner};
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::test_run::TestRun;
 use tracelab_repair::{Candidate, CulpritHunk, Target};
 
 mod coverage;

@@ -20,7 +20,7 @@ use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::runner;
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::test_run::TestRun;
 
 /// One candidate fix for a culprit, in the order they are tried.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,17 +3,17 @@
 //! for the whole step when the runner names no test (a lint script, a
 //! build). Paths under the checkout are made repository-relative.
 //!
-//! The output is read by the evidence parsers (`tracelab_ingest::test_run`,
+//! The output is read by the evidence parsers (`tracelab_evidence::test_run`,
 //! the one reader of failure text the engine and the code index use too);
 //! the locations a lint or compiler line names (`path:line: E501 …`), which
-//! attribution links to hunks, come from `tracelab_ingest::locations`.
+//! attribution links to hunks, come from `tracelab_evidence::locations`.
 
 use crate::model::Failure;
 use std::collections::BTreeSet;
 use tracelab_domain::runner::{self, Runner};
-use tracelab_ingest::Frame;
-use tracelab_ingest::locations::with_locations;
-use tracelab_ingest::test_run::TestRun;
+use tracelab_evidence::Frame;
+use tracelab_evidence::locations::with_locations;
+use tracelab_evidence::test_run::TestRun;
 
 /// Characters of a failure's text kept (its tail: where the error is).
 const MESSAGE_LIMIT: usize = 4000;

@@ -5,8 +5,8 @@
 //! Two promises, kept here because every prompt passes through here:
 //!
 //! - **No secret leaves in a prompt.** Every message is run through
-//!   `tracelab-ingest`'s redactor before it is sent (the engine may not
-//!   depend on `tracelab-ingest`, so the redaction sits in the one place all
+//!   `tracelab-evidence`'s redactor before it is sent (the engine may not
+//!   depend on `tracelab-evidence`, so the redaction sits in the one place all
 //!   prompts go through, whoever built them). The pseudonym key is random
 //!   per client: pseudonyms only need to agree within one investigation.
 //! - **The API key goes only to the configured endpoint**, in the
@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use std::time::Duration;
 use tracelab_domain::ports::{ChatMessage, ChatModel, ChatReply, ChatRequest};
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::Redactor;
+use tracelab_evidence::Redactor;
 
 /// A bearer key. No `Display`; `Debug` shows nothing of it.
 #[derive(Clone, PartialEq, Eq)]

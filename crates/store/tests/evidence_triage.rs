@@ -5,7 +5,7 @@
 
 mod common;
 
-use tracelab_ingest::{Decision, GroupStore, Observation, Occurrence, Policy, Trigger};
+use tracelab_evidence::{Decision, GroupStore, Observation, Occurrence, Policy, Trigger};
 use tracelab_store::groups::conformance;
 use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgOptions, Suggested};
 
@@ -36,7 +36,7 @@ fn evidence(id: &str, occ: &Occurrence) -> NewEvidence {
     }
 }
 
-fn recorded(outcome: EvidenceOutcome) -> (tracelab_ingest::FailureGroup, Observation, Decision) {
+fn recorded(outcome: EvidenceOutcome) -> (tracelab_evidence::FailureGroup, Observation, Decision) {
     match outcome {
         EvidenceOutcome::Recorded {
             group,

@@ -4,7 +4,7 @@
 
 mod common;
 
-use tracelab_ingest::{GroupKey, GroupStatus, GroupStore, Observation, Policy, Trigger};
+use tracelab_evidence::{GroupKey, GroupStatus, GroupStore, Observation, Policy, Trigger};
 use tracelab_store::groups::{EvidenceOutcome, NewEvidence, conformance};
 use tracelab_store::{PgGroupStore, PgOptions, PgStore};
 

@@ -5,8 +5,8 @@
 mod common;
 
 use std::sync::Arc;
-use tracelab_ingest::similar::SimilarityConfig;
-use tracelab_ingest::{GroupKey, GroupStore, InMemoryGroupStore};
+use tracelab_evidence::similar::SimilarityConfig;
+use tracelab_evidence::{GroupKey, GroupStore, InMemoryGroupStore};
 use tracelab_store::groups::conformance;
 use tracelab_store::{PgGroupStore, PgOptions, SqliteGroupStore};
 
@@ -127,6 +127,6 @@ async fn corrupt_rows_are_internal_errors_not_panics() {
     .unwrap();
     let groups = SqliteGroupStore::new(&store);
     let err = groups.get(&GroupKey("k".into())).await.unwrap_err();
-    assert_eq!(err.kind(), tracelab_ingest::ErrorKind::Internal, "{err}");
+    assert_eq!(err.kind(), tracelab_evidence::ErrorKind::Internal, "{err}");
     assert!(err.to_string().contains("no_such_kind"), "{err}");
 }

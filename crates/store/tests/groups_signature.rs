@@ -3,7 +3,7 @@
 
 mod common;
 
-use tracelab_ingest::GroupStore;
+use tracelab_evidence::GroupStore;
 use tracelab_store::groups::conformance::occurrence;
 use tracelab_store::{PgGroupStore, PgOptions};
 
@@ -79,7 +79,7 @@ async fn signatures_find_their_groups_newest_first() {
         let err = store.find_by_signature(e, s, 10).await.unwrap_err();
         assert_eq!(
             err.kind(),
-            tracelab_ingest::ErrorKind::InvalidArgument,
+            tracelab_evidence::ErrorKind::InvalidArgument,
             "{err}"
         );
     }

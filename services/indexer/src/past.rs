@@ -4,13 +4,13 @@
 
 use std::path::Path;
 use tonic::Status;
-use tracelab_ingest::FailureGroup;
+use tracelab_evidence::FailureGroup;
 
 /// Groups asked for when none is said; and the most one request gets.
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 200;
 
-pub fn status(e: tracelab_ingest::Error) -> Status {
+pub fn status(e: tracelab_evidence::Error) -> Status {
     tracelab_service::grpc::status_of(e.kind(), e.to_string())
 }
 

@@ -4,9 +4,9 @@
 
 use tracelab_code_index::IndexSummary;
 use tracelab_code_index::callgraph::{Neighbour, Neighbourhood};
+use tracelab_evidence::{FailureGroup, GroupStatus};
 pub use tracelab_index_client::wire::locations;
 use tracelab_index_client::wire::name;
-use tracelab_ingest::{FailureGroup, GroupStatus};
 use tracelab_proto::index::v1 as pb;
 use tracelab_store::GroupInvestigation;
 

@@ -7,8 +7,8 @@ mod common;
 use common::{TRACEBACK, shop, start, start_with_tokens};
 use tonic::Code;
 use tracelab_code_index::{LocateOptions, locate};
+use tracelab_evidence::{FailureKind, GroupKey, GroupStore, Language, Occurrence};
 use tracelab_index_client::wire;
-use tracelab_ingest::{FailureKind, GroupKey, GroupStore, Language, Occurrence};
 use tracelab_proto::index::v1 as pb;
 use tracelab_store::{PgGroupStore, PgOptions};
 

@@ -15,8 +15,8 @@
 use crate::rejection::Rejection;
 use bytes::Bytes;
 use std::io::Read;
-use tracelab_ingest::OtlpEncoding;
-use tracelab_ingest::Refusal;
+use tracelab_evidence::OtlpEncoding;
+use tracelab_evidence::Refusal;
 
 /// How a `/v1/logs` body is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,8 @@
 use crate::evidence;
 use tracelab_bus::Bus;
 use tracelab_domain::Result;
+use tracelab_evidence::{CiFailureReport, Failure};
 use tracelab_fleet::events;
-use tracelab_ingest::{CiFailureReport, Failure};
 use tracelab_proto::events::v1::{CiReportRecorded, ReportedFailure, ReportedFrame};
 
 /// `cr-` and 32 hex digits, from the (redacted) source and the body's digest.
@@ -89,7 +89,7 @@ pub async fn publish(bus: &dyn Bus, event: &CiReportRecorded) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracelab_ingest::{FailureKind, Frame, Language, ParseOptions, parse_ci_report};
+    use tracelab_evidence::{FailureKind, Frame, Language, ParseOptions, parse_ci_report};
 
     #[test]
     fn a_passing_report_is_an_event_without_failures_and_ids_follow_the_body() {

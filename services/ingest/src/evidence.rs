@@ -36,7 +36,7 @@ pub fn evidence_id(kind: &str, source: &str, digest: &[u8; 32], index: usize) ->
 /// (what the investigator reads to start from evidence: `test_id`,
 /// `language`, ...), plus an `intake` member saying how it arrived
 /// (channel, branch, job, formats).
-pub fn body(failure: &tracelab_ingest::Failure, intake: Value) -> Value {
+pub fn body(failure: &tracelab_evidence::Failure, intake: Value) -> Value {
     let mut body =
         serde_json::to_value(failure).unwrap_or_else(|_| Value::Object(Default::default()));
     if let Value::Object(map) = &mut body {

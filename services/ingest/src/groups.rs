@@ -29,7 +29,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
 use tracelab_domain::Result;
-use tracelab_ingest::{
+use tracelab_evidence::{
     GroupCursor, GroupKey, GroupQuery, GroupState, GroupStore, Language, MAX_PAGE,
 };
 use tracelab_service::tokens::TokenTable;

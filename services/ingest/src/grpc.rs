@@ -64,7 +64,7 @@ impl Receiver {
         let request = request.into_inner();
         let encoded = request.encode_to_vec();
         let digest = evidence::content_digest(&encoded);
-        let logs = tracelab_ingest::otlp::records(request, self.ingest.max_records());
+        let logs = tracelab_evidence::otlp::records(request, self.ingest.max_records());
         let summary = self
             .ingest
             .otlp_logs(&source, "grpc", digest, logs, encoded.len())

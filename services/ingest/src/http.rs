@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::Refusal;
+use tracelab_evidence::Refusal;
 use tracelab_service::Shutdown;
 
 #[derive(Clone)]

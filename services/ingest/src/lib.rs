@@ -1,6 +1,6 @@
 //! The ingest service: failure evidence in, redacted evidence rows, failure
 //! groups and events out. The parsing, redaction and grouping logic is the
-//! `tracelab-ingest` library; admission control ([`admission`]: a rate per
+//! `tracelab-evidence` library; admission control ([`admission`]: a rate per
 //! source, a bound on work in flight) and the wiring are this crate.
 //!
 //! An input travels like this:
@@ -24,7 +24,7 @@
 //! `GET /v1/groups` ([`groups`]) lists the failure groups for viewer tokens.
 //!
 //! Rejections ([`rejection::Rejection`]: the library's size and validity
-//! [`Refusal`](tracelab_ingest::Refusal)s, [`admission`]'s rate limit and
+//! [`Refusal`](tracelab_evidence::Refusal)s, [`admission`]'s rate limit and
 //! in-flight bound) are answered, never dropped silently: 413 / 400 / 429 +
 //! `Retry-After` over HTTP, RESOURCE_EXHAUSTED / INVALID_ARGUMENT over gRPC,
 //! a wait, a nak (retry) or a dead letter on the intake queue.
@@ -47,10 +47,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tracelab_bus::ConsumerSpec;
+use tracelab_evidence::RequestLimits;
+use tracelab_evidence::{DEV_REDACTION_KEY, ParseOptions, Policy, Redactor};
 use tracelab_fleet::worker::{self, WorkerOptions};
 use tracelab_fleet::{FleetSettings, connect};
-use tracelab_ingest::RequestLimits;
-use tracelab_ingest::{DEV_REDACTION_KEY, ParseOptions, Policy, Redactor};
 use tracelab_service::Shutdown;
 use tracelab_service::health;
 
@@ -86,7 +86,7 @@ pub struct Settings {
     /// group (docs/ingest.md, "Similar-issue merging"); false: exact keys only.
     pub similar_merge: bool,
     /// The similarity's weights and threshold.
-    pub similarity: tracelab_ingest::SimilarityConfig,
+    pub similarity: tracelab_evidence::SimilarityConfig,
     /// Intake messages processed at once.
     pub intake_concurrency: usize,
     pub ack_wait_seconds: u64,
@@ -106,7 +106,7 @@ impl Default for Settings {
             limits: LimitSettings::default(),
             policy: Policy::default(),
             similar_merge: true,
-            similarity: tracelab_ingest::SimilarityConfig::default(),
+            similarity: tracelab_evidence::SimilarityConfig::default(),
             intake_concurrency: 2,
             ack_wait_seconds: 30,
             max_deliveries: 5,

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    tracelab_ingest_service::main()
+    tracelab_ingest::main()
 }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use std::time::Duration;
 use tracelab_domain::Error;
-use tracelab_ingest::Refusal;
+use tracelab_evidence::Refusal;
 
 #[derive(Debug)]
 pub enum Rejection {
@@ -40,7 +40,7 @@ impl From<Error> for Rejection {
 }
 
 /// A group store error as a domain error of the same kind (the original kept as the source).
-pub fn ingest_error(e: tracelab_ingest::Error) -> Error {
+pub fn ingest_error(e: tracelab_evidence::Error) -> Error {
     Error::new(e.kind(), e.to_string()).with_source(e)
 }
 

@@ -18,14 +18,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tracelab_bus::Bus;
 use tracelab_domain::Error;
-use tracelab_fleet::events;
-use tracelab_ingest::otlp::{self, OtlpLogs};
-use tracelab_ingest::similar::{SimilarityConfig, StackProfile};
-use tracelab_ingest::{
+use tracelab_evidence::otlp::{self, OtlpLogs};
+use tracelab_evidence::similar::{SimilarityConfig, StackProfile};
+use tracelab_evidence::{
     CiFailureReport, Decision, DetectedFormat, Failure, Observation, Occurrence, ParseOptions,
     Policy, Reason, Redactor, Trigger, parse, parse_ci_report, parse_log_records,
 };
-use tracelab_ingest::{Refusal, RequestLimits};
+use tracelab_evidence::{Refusal, RequestLimits};
+use tracelab_fleet::events;
 use tracelab_proto::events::v1::{EvidenceRecorded, InvestigationSuggested};
 use tracelab_store::groups::MergeRecord;
 use tracelab_store::{EvidenceOutcome, NewEvidence, PgGroupStore, PgStore};

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 use std::time::Duration;
 use tracelab_bus::{JetStreamBus, Topology};
-use tracelab_ingest_service::{Listeners, Settings, auth::TokenSetting, serve};
+use tracelab_ingest::{Listeners, Settings, auth::TokenSetting, serve};
 use tracelab_service::Shutdown;
 use tracelab_store::{PgOptions, PgStore};
 use tracelab_testkit::backends::{TEST_STREAM_BYTES, backend, unique_name};

@@ -15,13 +15,13 @@ use sqlx::{PgPool, Row};
 use std::io::Write;
 use std::time::Duration;
 use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message, Topology};
-use tracelab_ingest_service::{Listeners, Settings, auth::TokenSetting, serve};
+use tracelab_ingest::{Listeners, Settings, auth::TokenSetting, serve};
 use tracelab_proto::events::v1::EvidenceRecorded;
 use tracelab_service::Shutdown;
 use tracelab_store::{PgOptions, PgStore};
 use tracelab_testkit::backends::{TEST_STREAM_BYTES, backend, unique_name};
 
-const JUNIT: &str = include_str!("../../../crates/ingest/tests/corpus/junit_pytest.xml");
+const JUNIT: &str = include_str!("../../../crates/evidence/tests/corpus/junit_pytest.xml");
 
 struct Service {
     http: String,

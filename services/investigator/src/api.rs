@@ -342,8 +342,8 @@ impl Api {
                 .get("language")
                 .cloned()
                 .and_then(|l| serde_json::from_value(l).ok())
-                .unwrap_or(tracelab_ingest::Language::Unknown);
-            let command = test_id.and_then(|t| tracelab_ingest::rerun_command(t, language));
+                .unwrap_or(tracelab_evidence::Language::Unknown);
+            let command = test_id.and_then(|t| tracelab_evidence::rerun_command(t, language));
             request.test_command = Some(command.ok_or_else(|| {
                 Error::invalid(format!(
                     "evidence {id} ({}, test id {test_id:?}, language {language:?}) does not say how to re-run the failure; give test_command",

@@ -121,9 +121,9 @@ impl DashboardSource for Source {
     /// The ingest service's failure groups (the same database), a page at
     /// a time, with their evidence per day and linked investigations.
     async fn groups(&self, filter: &GroupFilter) -> Result<Option<GroupsPage>> {
-        use tracelab_ingest::{GroupQuery, GroupStore};
+        use tracelab_evidence::{GroupQuery, GroupStore};
         let ingest_error =
-            |e: tracelab_ingest::Error| tracelab_domain::Error::new(e.kind(), e.to_string());
+            |e: tracelab_evidence::Error| tracelab_domain::Error::new(e.kind(), e.to_string());
         let query = GroupQuery {
             repository: filter.repository.clone(),
             state: filter
@@ -159,7 +159,7 @@ impl DashboardSource for Source {
             .map(|g| {
                 let a = activity.remove(&g.key.0).unwrap_or_default();
                 GroupRow {
-                    state: tracelab_ingest::GroupState::of(&g.status)
+                    state: tracelab_evidence::GroupState::of(&g.status)
                         .as_str()
                         .to_string(),
                     kind: name(serde_json::to_value(g.kind).unwrap_or_default()),

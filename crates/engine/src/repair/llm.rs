@@ -18,7 +18,7 @@
 //! (BLOCKED when nothing reached the contract); garbage, truncated and
 //! refused answers are INCONCLUSIVE attempts. The prompt is redacted by the
 //! `ChatModel` implementation (`tracelab-llm` runs ingest's redactor),
-//! since the engine may not depend on `tracelab-ingest`.
+//! since the engine may not depend on `tracelab-evidence`.
 
 use super::{Attempt, Prover, tail};
 use crate::classification::Classification;

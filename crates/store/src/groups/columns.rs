@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracelab_ingest::{
+use tracelab_evidence::{
     Error, FailureGroup, GroupKey, GroupQuery, GroupStatus, InvestigationMark, Language, Result,
 };
 

@@ -9,8 +9,8 @@
 use super::{MergingGroupStore, Undo};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use tracelab_ingest::similar::{FrameToken, SimilarityConfig, StackProfile};
-use tracelab_ingest::{
+use tracelab_evidence::similar::{FrameToken, SimilarityConfig, StackProfile};
+use tracelab_evidence::{
     Decision, ErrorKind, FailureGroup, FailureKind, GroupKey, GroupQuery, GroupState, GroupStatus,
     GroupStore, Language, MAX_TRACKED, Observation, Occurrence, Policy, Reason, SkipReason,
     Trigger, triage,

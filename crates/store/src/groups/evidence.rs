@@ -12,8 +12,8 @@ use super::postgres::{PgGroupStore, db_error};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::Row;
-use tracelab_ingest::similar::StackProfile;
-use tracelab_ingest::{
+use tracelab_evidence::similar::StackProfile;
+use tracelab_evidence::{
     Decision, FailureGroup, GroupKey, Observation, Occurrence, Policy, Reason, Result, Trigger,
     decide,
 };

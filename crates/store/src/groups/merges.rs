@@ -19,8 +19,8 @@
 use super::postgres::{PgGroupStore, db_error};
 use serde::{Deserialize, Serialize};
 use sqlx::{Postgres, Row, Transaction};
-use tracelab_ingest::similar::{MatchedFrame, SimilarityConfig, StackProfile, best_match};
-use tracelab_ingest::{Error, FailureGroup, GroupKey, Language, Observation, Occurrence, Result};
+use tracelab_evidence::similar::{MatchedFrame, SimilarityConfig, StackProfile, best_match};
+use tracelab_evidence::{Error, FailureGroup, GroupKey, Language, Observation, Occurrence, Result};
 
 /// Groups a new trace is compared with, at most (the most recently seen).
 pub const MAX_CANDIDATES: i64 = 200;
@@ -115,7 +115,7 @@ pub trait MergingGroupStore: Send + Sync {
     /// earlier merge of that key chose, or — when the key has no group yet
     /// and `profile` is like a known group's — that group, the merge
     /// recorded (returned when made now). Without merging configured, or
-    /// without a profile, exactly [`GroupStore::record`](tracelab_ingest::GroupStore::record).
+    /// without a profile, exactly [`GroupStore::record`](tracelab_evidence::GroupStore::record).
     async fn record_similar(
         &self,
         occ: &Occurrence,

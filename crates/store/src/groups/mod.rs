@@ -1,13 +1,13 @@
-//! Failure groups (tracelab-ingest's [`GroupStore`]) on PostgreSQL and
-//! SQLite. The pure model in `tracelab-ingest` ([`FailureGroup::observe`],
+//! Failure groups (tracelab-evidence's [`GroupStore`]) on PostgreSQL and
+//! SQLite. The pure model in `tracelab-evidence` ([`FailureGroup::observe`],
 //! `resolve`, `mark_investigation`) holds all the logic; these stores only
 //! load a group under a lock, apply the model and write it back in one
 //! transaction, so they behave exactly like [`InMemoryGroupStore`] —
 //! `conformance` (feature `testsuite`) checks that on all three.
 //!
-//! [`GroupStore`]: tracelab_ingest::GroupStore
-//! [`FailureGroup::observe`]: tracelab_ingest::FailureGroup::observe
-//! [`InMemoryGroupStore`]: tracelab_ingest::InMemoryGroupStore
+//! [`GroupStore`]: tracelab_evidence::GroupStore
+//! [`FailureGroup::observe`]: tracelab_evidence::FailureGroup::observe
+//! [`InMemoryGroupStore`]: tracelab_evidence::InMemoryGroupStore
 
 mod columns;
 #[cfg(feature = "testsuite")]
@@ -24,6 +24,6 @@ pub use postgres::PgGroupStore;
 pub use sqlite::SqliteGroupStore;
 
 /// A store error as an ingest error (same kind, the domain error kept as the source).
-fn domain_error(e: tracelab_domain::Error) -> tracelab_ingest::Error {
+fn domain_error(e: tracelab_domain::Error) -> tracelab_evidence::Error {
     e.into()
 }

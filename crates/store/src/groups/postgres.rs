@@ -12,8 +12,8 @@ use super::columns::{Columns, group_columns, language_name, page_rows, status_na
 use crate::{PgOptions, PgStore};
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Postgres, Row, Transaction};
-use tracelab_ingest::similar::SimilarityConfig;
-use tracelab_ingest::{
+use tracelab_evidence::similar::SimilarityConfig;
+use tracelab_evidence::{
     Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupState, GroupStore, Observation,
     Occurrence, Reason, Result,
 };
@@ -286,7 +286,7 @@ impl GroupStore for PgGroupStore {
 impl PgGroupStore {
     /// Groups whose key starts with `stack:<stack_signature>` or
     /// `error:<error_signature>` (either may be empty, not both), most
-    /// recently seen first. Signatures are hex (`tracelab_ingest`'s 16
+    /// recently seen first. Signatures are hex (`tracelab_evidence`'s 16
     /// characters; a prefix of 4 or more matches too), so nothing in them
     /// can act as a LIKE pattern.
     pub async fn find_by_signature(

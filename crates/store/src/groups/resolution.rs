@@ -6,11 +6,11 @@
 //! merged and deployed, so a sighting in between also counts as a
 //! regression: the group then says the approved fix did not hold yet.
 //!
-//! [`FailureGroup::observe`]: tracelab_ingest::FailureGroup::observe
+//! [`FailureGroup::observe`]: tracelab_evidence::FailureGroup::observe
 
 use super::postgres::{PgGroupStore, db_error};
 use sqlx::Row;
-use tracelab_ingest::{FailureGroup, GroupKey, GroupStatus, Result};
+use tracelab_evidence::{FailureGroup, GroupKey, GroupStatus, Result};
 
 impl PgGroupStore {
     /// Resolves every open group of `investigation`'s evidence at `at`

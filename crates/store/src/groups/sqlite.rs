@@ -18,8 +18,8 @@ use crate::SqliteStore;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, SqlitePool, Transaction};
 use std::path::Path;
-use tracelab_ingest::similar::{MatchedFrame, SimilarityConfig, StackProfile};
-use tracelab_ingest::{
+use tracelab_evidence::similar::{MatchedFrame, SimilarityConfig, StackProfile};
+use tracelab_evidence::{
     Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupState, GroupStore, Observation,
     Occurrence, Reason, Result,
 };

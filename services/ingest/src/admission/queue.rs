@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tracelab_ingest::request::check_size;
+use tracelab_evidence::request::check_size;
 
 /// Bounds of the queue and the retry hint given when it is full.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,7 +140,7 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracelab_ingest::Refusal;
+    use tracelab_evidence::Refusal;
 
     fn admission(max_items: usize, max_bytes: usize) -> Admission {
         Admission::new(AdmissionConfig {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
 use std::time::Duration;
 use tracelab_domain::{Error, Result};
-use tracelab_ingest::Refusal;
+use tracelab_evidence::Refusal;
 
 /// Events per second per source, and how many may arrive at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
