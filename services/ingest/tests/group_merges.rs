@@ -5,14 +5,12 @@
 //! sighting and its evidence row move back to their own group and the merge
 //! history names who undid it and why.
 
+mod common;
+
+use common::Service;
 use serde_json::{Value, json};
 use sqlx::Row;
-use std::time::Duration;
-use tracelab_bus::{JetStreamBus, Topology};
-use tracelab_ingest::{Listeners, Settings, auth::TokenSetting, serve};
-use tracelab_service::Shutdown;
-use tracelab_store::{PgOptions, PgStore};
-use tracelab_testkit::backends::{TEST_STREAM_BYTES, backend, unique_name};
+use tracelab_ingest::auth::TokenSetting;
 
 const INTAKE: &str = "ci-token-0123456789abcdef";
 const VIEWER: &str = "viewer-token-0123456789abcdef";
@@ -50,61 +48,22 @@ fn report() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_undoes_a_merge_and_its_sighting_moves_back() {
-    let (Some(nats), Some(postgres)) = (
-        backend("TRACELAB_TEST_NATS"),
-        backend("TRACELAB_TEST_POSTGRES"),
-    ) else {
+    let Some(svc) = Service::start(|settings| {
+        settings.allow_unauthenticated = false;
+        settings.tokens = vec![TokenSetting {
+            name: "github-actions".into(),
+            token: INTAKE.into(),
+        }];
+        settings.viewer_tokens = vec![TokenSetting {
+            name: "ana".into(),
+            token: VIEWER.into(),
+        }];
+    })
+    .await
+    else {
         return;
     };
-    tracelab_bus::install_crypto_provider();
-    let name = unique_name("igm");
-    let mut settings = Settings::default();
-    settings.fleet.nats_url = nats.clone();
-    settings.fleet.postgres_url = postgres.clone();
-    settings.fleet.postgres_schema = name.clone();
-    settings.fleet.subject_prefix = name.clone();
-    settings.fleet.stream_max_bytes = TEST_STREAM_BYTES;
-    settings.fleet.drain_seconds = 2;
-    settings.redaction_key = "a-test-secret-redaction-key".into();
-    settings.tokens = vec![TokenSetting {
-        name: "github-actions".into(),
-        token: INTAKE.into(),
-    }];
-    settings.viewer_tokens = vec![TokenSetting {
-        name: "ana".into(),
-        token: VIEWER.into(),
-    }];
-    let listeners = Listeners {
-        http: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        grpc: None,
-    };
-    let http = format!("http://{}", listeners.http.local_addr().unwrap());
-    let shutdown = Shutdown::new();
-    let task = tokio::spawn(serve(settings, listeners, shutdown.clone()));
-    let client = reqwest::Client::new();
-    let mut ready = false;
-    for _ in 0..600 {
-        if let Ok(r) = client.get(format!("{http}/readyz")).send().await
-            && r.status().is_success()
-        {
-            ready = true;
-            break;
-        }
-        assert!(!task.is_finished(), "the service stopped while starting");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "the service did not become ready within 60 s");
-    let pool = PgStore::connect(
-        &postgres,
-        PgOptions {
-            schema: Some(name.clone()),
-            ..PgOptions::default()
-        },
-    )
-    .await
-    .unwrap()
-    .pool()
-    .clone();
+    let (client, http, pool) = (&svc.client, &svc.http, svc.pool.clone());
 
     let sent = client
         .post(format!("{http}/v1/ci-failures"))
@@ -224,17 +183,5 @@ async fn a_viewer_undoes_a_merge_and_its_sighting_moves_back() {
     );
     assert_eq!(undo(&exact, Some(VIEWER), why).await.0, 404, "undone once");
 
-    shutdown.request();
-    tokio::time::timeout(Duration::from_secs(20), task)
-        .await
-        .expect("the service stops within 20 s")
-        .expect("no panic")
-        .expect("Ok after shutdown");
-    let topology = Topology::with_prefix(&name).with_stream_limit(TEST_STREAM_BYTES);
-    JetStreamBus::connect(&nats, topology)
-        .await
-        .expect("connect to NATS")
-        .delete_streams()
-        .await
-        .expect("delete the test's streams");
+    svc.stop().await;
 }
