@@ -407,6 +407,31 @@ impl Fleet {
     }
 
     /// `POST /api/investigations`; returns the new id.
+    /// The fleet's store (its own schema), retried for up to 60 s while
+    /// PostgreSQL is away (the crash tests restart it). Two connections: a
+    /// test reads and writes one statement at a time.
+    pub async fn store(&self) -> tracelab_store::PgStore {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let connected = tracelab_store::PgStore::connect(
+                &self.backends.postgres,
+                tracelab_store::PgOptions {
+                    schema: Some(self.schema.clone()),
+                    max_connections: 2,
+                    ..tracelab_store::PgOptions::default()
+                },
+            )
+            .await;
+            match connected {
+                Ok(store) => return store,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "cannot reach PostgreSQL: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+
     pub async fn submit(&self, body: serde_json::Value) -> String {
         let r = self
             .http

@@ -42,7 +42,7 @@ use tracelab_domain::hypothesis::{Hypothesis, HypothesisStatus};
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::state::InvestigationState;
 use tracelab_e2e::{Backends, Fleet, FleetOptions, backends, backends_script};
-use tracelab_store::{InvestigationStore, PgOptions, PgStore};
+use tracelab_store::{InvestigationStore, PgStore};
 use tracelab_testkit::scenarios;
 
 const VICTIMS: [&str; 6] = [
@@ -110,28 +110,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-async fn store_of(fleet: &Fleet) -> PgStore {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let connected = PgStore::connect(
-            &fleet.backends.postgres,
-            PgOptions {
-                schema: Some(fleet.schema.clone()),
-                max_connections: 2,
-                ..PgOptions::default()
-            },
-        )
-        .await;
-        match connected {
-            Ok(store) => return store,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "cannot reach PostgreSQL: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    }
 }
 
 /// The stored state, riding out a PostgreSQL that is down.
@@ -313,7 +291,7 @@ async fn crash_run(b: &Backends, run: &Run, index: u64, summary: &mut Summary) {
     let run_log = side_channel.path().join("runs.log");
     let s = scenarios::linear_regression_logged(10, 6, 0.3, &run_log);
     let mut fleet = Fleet::start(b, FleetOptions::default()).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     let label = format!(
         "run {index} (seed {}): {} at {:?} + {:?}",
         run.seed, run.victim, run.point, run.extra_delay
@@ -654,7 +632,7 @@ async fn a_verifier_stopped_with_two_jobs_in_flight_drains_both() {
         },
     )
     .await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     let mut ids = Vec::new();
     for (i, s) in cases.iter().enumerate() {
         ids.push(InvestigationId(

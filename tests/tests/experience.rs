@@ -11,7 +11,7 @@ use tracelab_experience::evidence::failures_from_output;
 use tracelab_experience::{
     CiRun, ExperienceRecord, History, JobRun, PathRelations, Revision, StepRun, StepStatus,
 };
-use tracelab_store::{ExperienceStore, PgOptions, PgStore};
+use tracelab_store::ExperienceStore;
 use tracelab_testkit::git;
 use tracelab_testkit::scenarios::{self, Scenario};
 
@@ -110,18 +110,6 @@ fn mined(s: &Scenario, repository: &str, from: &str, to: &str) -> Vec<Experience
     r.records
 }
 
-async fn store_of(fleet: &Fleet) -> PgStore {
-    PgStore::connect(
-        &fleet.backends.postgres,
-        PgOptions {
-            schema: Some(fleet.schema.clone()),
-            ..PgOptions::default()
-        },
-    )
-    .await
-    .expect("store")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_past_repair_in_the_fleets_store_is_reapplied_and_verified_by_a_verifier() {
     let Some(b) = backends() else { return };
@@ -134,7 +122,7 @@ async fn a_past_repair_in_the_fleets_store_is_reapplied_and_verified_by_a_verifi
         .to_string();
     let records = mined(&s, &repository, &s.root, &fix);
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     assert_eq!(store.put_experience(&records).await.unwrap(), 1);
     let id = fleet
         .submit(json!({
@@ -177,7 +165,7 @@ async fn another_repositorys_repair_is_not_proposed_in_the_fleet() {
     // Mined elsewhere: the scope rule keeps its L1 record out.
     let records = mined(&s, "https://example.invalid/other.git", &s.root, &fix);
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     store.put_experience(&records).await.unwrap();
     let id = fleet
         .submit(json!({

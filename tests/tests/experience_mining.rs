@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use tracelab_bus::{Bus, ConsumerSpec, DeadLetter, JetStreamBus, Message};
 use tracelab_e2e::{Fleet, FleetOptions, backends};
-use tracelab_store::{ExperienceStore, PgOptions, PgStore};
+use tracelab_store::ExperienceStore;
 use tracelab_testkit::git;
 use tracelab_testkit::scenarios::{self, Scenario};
 
@@ -104,18 +104,6 @@ async fn post(fleet: &Fleet, body: &Value) {
     assert_eq!(status, 202, "{text}");
 }
 
-async fn store_of(fleet: &Fleet) -> PgStore {
-    PgStore::connect(
-        &fleet.backends.postgres,
-        PgOptions {
-            schema: Some(fleet.schema.clone()),
-            ..PgOptions::default()
-        },
-    )
-    .await
-    .expect("store")
-}
-
 /// Publishes garbage on the CI report subject and waits for its dead
 /// letter: the indexer's one consumer loop handles messages in order, so
 /// everything published before it has been handled by then.
@@ -163,7 +151,7 @@ async fn ci_reports_posted_to_ingest_are_mined_by_the_indexer_and_reused_by_the_
     assert!(!green.contains("<failure"), "{green}");
 
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     post(&fleet, &report(&repository, &failing, &red)).await;
     post(&fleet, &report(&repository, &passing, &green)).await;
 
@@ -277,7 +265,7 @@ async fn a_force_pushed_branch_is_a_note_and_no_record() {
     let green = junit_at(&s, &rewritten);
 
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     post(&fleet, &report(&repository, &failing, &red)).await;
     post(&fleet, &report(&repository, &rewritten, &green)).await;
     let deadline = Instant::now() + Duration::from_secs(120);

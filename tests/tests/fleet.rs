@@ -16,7 +16,7 @@ use tracelab_e2e::{Backends, Fleet, FleetOptions, backends, pytest_junit};
 use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
 use tracelab_llm::fake::{Answer, FakeChat};
 use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-use tracelab_store::{PgOptions, PgStore, SqliteStore};
+use tracelab_store::{PgStore, SqliteStore};
 use tracelab_testkit::scenarios::{self, Scenario};
 
 static SERVERS: RwLock<()> = RwLock::const_new(());
@@ -31,18 +31,6 @@ fn request(s: &Scenario, issue: &str) -> Value {
     })
 }
 
-async fn store_of(fleet: &Fleet) -> PgStore {
-    PgStore::connect(
-        &fleet.backends.postgres,
-        PgOptions {
-            schema: Some(fleet.schema.clone()),
-            ..PgOptions::default()
-        },
-    )
-    .await
-    .expect("store")
-}
-
 /// The revert hypothesis of a decided investigation, with a check that its
 /// experiments were stored exactly once.
 async fn revert_stored_once(fleet: &Fleet, report: &Value) -> HypothesisId {
@@ -53,7 +41,7 @@ async fn revert_stored_once(fleet: &Fleet, report: &Value) -> HypothesisId {
         .find(|h| h["kind"] == "revert")
         .unwrap_or_else(|| panic!("no revert hypothesis in {report}"));
     let id = HypothesisId(revert["id"].as_str().unwrap().to_string());
-    let store = store_of(fleet).await;
+    let store = fleet.store().await;
     let stored = store
         .hypothesis(&id)
         .await
@@ -562,7 +550,7 @@ async fn a_verifier_killed_mid_job_is_replaced_and_results_are_stored_once() {
         "the job was not redelivered to the second verifier\n{}",
         fleet.logs()
     );
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     assert_eq!(store.processed_count("verifier").await.unwrap(), 1);
     assert_eq!(
         store.verified_by(&hid).await.unwrap().as_deref(),
@@ -664,7 +652,7 @@ async fn three_verifiers_share_twelve_hypotheses_and_each_is_processed_once() {
     for (i, s) in scenarios.iter().enumerate() {
         ids.push(fleet.submit(request(s, &format!("SHARE-{i}"))).await);
     }
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     let mut verified = Vec::new();
     for (id, s) in ids.iter().zip(&scenarios) {
         let view = fleet.wait_decided(id, Duration::from_secs(600)).await;
@@ -791,7 +779,7 @@ async fn ci_evidence_through_ingest_is_investigated_by_policy_and_on_request() {
     // suggests an investigation and the investigator starts it by itself,
     // from the evidence alone: the test command, the failing commit and the
     // repository come from what ingest stored.
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     let automatic = started_by_policy(&fleet, &store, &evidence_id).await;
     // A person can start one from the same evidence through the API, too.
     let manual = fleet
@@ -921,7 +909,7 @@ async fn evidence_naming_a_repository_url_is_investigated_in_its_mapped_checkout
     let fleet = Fleet::start(&b, options).await;
     let url = "https://ci-bot:hunter2@git.example.com/acme/calculator.git";
     let evidence_id = post_ci_failure(&fleet, &ci_failure_report(&s, url, "2")).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     let stored = store
         .evidence(&evidence_id)
         .await
@@ -956,7 +944,7 @@ async fn an_investigation_whose_api_died_before_publishing_is_still_investigated
     let _servers = SERVERS.read().await;
     let s = scenarios::linear_regression(8, 4, 0.0);
     let fleet = Fleet::start(&b, FleetOptions::default()).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     // What the API commits (the investigation with its `requested` event in
     // the outbox) — and then it dies: nothing is published.
     let id = tracelab_domain::ids::InvestigationId::generate();
@@ -1322,7 +1310,8 @@ async fn the_fleet_in_docker_sandboxes_verifies_the_culprit() {
     assert_eq!(report["culprit"]["commit"], s.culprit.as_deref().unwrap());
     assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
     let winner = revert_stored_once(&fleet, report).await;
-    let stored = store_of(&fleet)
+    let stored = fleet
+        .store()
         .await
         .hypothesis(&winner)
         .await
@@ -1368,7 +1357,7 @@ async fn a_verifier_stopped_mid_job_drains_it_and_exits_cleanly() {
     let report = &view["report"];
     assert_eq!(report["winner"]["status"], "VERIFIED", "{report}");
     let hid = revert_stored_once(&fleet, report).await;
-    let store = store_of(&fleet).await;
+    let store = fleet.store().await;
     assert_eq!(
         store.verified_by(&hid).await.unwrap().as_deref(),
         Some("verifier-1"),

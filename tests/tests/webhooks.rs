@@ -153,15 +153,7 @@ async fn decided_reaches_receivers_and_survives_an_investigator_crash() {
     assert_eq!(view["state"], "WAITING_FOR_REVIEW", "{view}");
 
     // While the receiver is down, both events wait with failed attempts.
-    let store = tracelab_store::PgStore::connect(
-        &fleet.backends.postgres,
-        tracelab_store::PgOptions {
-            schema: Some(fleet.schema.clone()),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let store = fleet.store().await;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let failed: Vec<String> = store
