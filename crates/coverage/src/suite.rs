@@ -336,6 +336,12 @@ pub async fn collect(
         "-m".into(),
     ];
     run.extend(suite.reporting_argv().into_iter().skip(2));
+    if suite.runner == Runner::Pytest {
+        // One test file that does not import (a missing optional
+        // dependency, an old module under a new Python) would otherwise
+        // stop pytest before any test runs, and leave no coverage at all.
+        run.push("--continue-on-collection-errors".into());
+    }
     let ran = sandbox.exec(&spec(run, &env, timeout)).await?;
     if let Some(e) = blocked("the suite under coverage", &ran) {
         return Err(e);

@@ -56,7 +56,35 @@ async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_r
         path: SYSTEM_PATH.into(),
         allowlist: EngineConfig::default().allowlist,
     };
-    rejects_the_edit_by_coverage(Arc::new(LocalSandboxProvider::new(local))).await;
+    rejects_the_edit_by_coverage(Arc::new(LocalSandboxProvider::new(local)), &[]).await;
+}
+
+/// A test file of the project that does not import (seen on real projects:
+/// an optional dependency missing, a module gone from newer Pythons) does
+/// not hide the covering test: the rest of the suite still runs under
+/// coverage.
+#[tokio::test]
+async fn a_test_file_that_does_not_import_does_not_hide_the_covering_test() {
+    if !coverage_py() {
+        assert!(
+            !backends_required(),
+            "coverage.py and pytest are required for /usr/bin/python3"
+        );
+        eprintln!("skipped: /usr/bin/python3 has no coverage.py or pytest");
+        return;
+    }
+    let local = LocalConfig {
+        path: SYSTEM_PATH.into(),
+        allowlist: EngineConfig::default().allowlist,
+    };
+    rejects_the_edit_by_coverage(
+        Arc::new(LocalSandboxProvider::new(local)),
+        &[(
+            "test_optional.py",
+            "import a_module_nobody_installed\n\n\ndef test_optional():\n    assert a_module_nobody_installed\n",
+        )],
+    )
+    .await;
 }
 
 /// The same in the Docker sandbox: the base image carries coverage.py, so
@@ -83,19 +111,19 @@ async fn in_the_docker_sandbox_too() {
     let provider = DockerSandboxProvider::connect(config)
         .await
         .expect("TRACELAB_TEST_DOCKER is set, so Docker and the base image are usable");
-    rejects_the_edit_by_coverage(Arc::new(provider)).await;
+    rejects_the_edit_by_coverage(Arc::new(provider), &[]).await;
 }
 
-async fn rejects_the_edit_by_coverage(sandboxes: Arc<dyn SandboxProvider>) {
+/// `extra` files are committed beside the app and its two tests.
+async fn rejects_the_edit_by_coverage(sandboxes: Arc<dyn SandboxProvider>, extra: &[(&str, &str)]) {
     let mut repo = FixtureRepo::new();
-    repo.commit(
-        "Offsets and labels",
-        &[
-            ("app.py", APP),
-            ("test_offset.py", TEST_OFFSET),
-            ("test_label.py", TEST_LABEL),
-        ],
-    );
+    let mut files = vec![
+        ("app.py", APP),
+        ("test_offset.py", TEST_OFFSET),
+        ("test_label.py", TEST_LABEL),
+    ];
+    files.extend_from_slice(extra);
+    repo.commit("Offsets and labels", &files);
     repo.commit("Notes", &[("NOTES.md", "notes\n")]);
     let config = EngineConfig {
         parallelism: 2,
