@@ -116,13 +116,16 @@ def edited_lines(diff: str, path: str) -> set[int]:
     """Old-side lines a diff edits in `path`: each removed line, and for an insertion the
     lines on both sides of it."""
     lines: set[int] = set()
-    current, old = None, 0
+    current, old, header = None, 0, True
     for line in diff.splitlines():
         if line.startswith("diff --git "):
-            current = None
-        elif line.startswith("--- "):
+            current, header = None, True
+        elif header and line.startswith("--- "):
             current = line[6:] if line.startswith("--- a/") else None
+        elif header and line.startswith("+++ "):
+            continue  # the new side's name, not an added line
         elif line.startswith("@@"):
+            header = False
             m = re.match(r"^@@ -(\d+)(?:,(\d+))?", line)
             # "-a,0" is an insertion after line a: the next old line is a + 1.
             old = int(m.group(1)) + (1 if m.group(2) == "0" else 0) if m else 0
