@@ -42,21 +42,30 @@ fn backends_required() -> bool {
     std::env::var("TRACELAB_REQUIRE_BACKENDS").is_ok_and(|v| v == "1")
 }
 
-#[tokio::test]
-async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_rejected() {
+/// The local sandbox on Debian's python3, or `None` (skipped, unless
+/// backends are required) when it has no coverage.py or pytest.
+fn local_sandboxes() -> Option<Arc<dyn SandboxProvider>> {
     if !coverage_py() {
         assert!(
             !backends_required(),
             "coverage.py and pytest are required for /usr/bin/python3"
         );
         eprintln!("skipped: /usr/bin/python3 has no coverage.py or pytest");
-        return;
+        return None;
     }
     let local = LocalConfig {
         path: SYSTEM_PATH.into(),
         allowlist: EngineConfig::default().allowlist,
     };
-    rejects_the_edit_by_coverage(Arc::new(LocalSandboxProvider::new(local)), &[]).await;
+    Some(Arc::new(LocalSandboxProvider::new(local)))
+}
+
+#[tokio::test]
+async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_rejected() {
+    let Some(sandboxes) = local_sandboxes() else {
+        return;
+    };
+    rejects_the_edit_by_coverage(sandboxes, &[]).await;
 }
 
 /// A test file of the project that does not import (seen on real projects:
@@ -65,20 +74,11 @@ async fn an_edit_that_breaks_a_test_covering_the_patched_function_elsewhere_is_r
 /// coverage.
 #[tokio::test]
 async fn a_test_file_that_does_not_import_does_not_hide_the_covering_test() {
-    if !coverage_py() {
-        assert!(
-            !backends_required(),
-            "coverage.py and pytest are required for /usr/bin/python3"
-        );
-        eprintln!("skipped: /usr/bin/python3 has no coverage.py or pytest");
+    let Some(sandboxes) = local_sandboxes() else {
         return;
-    }
-    let local = LocalConfig {
-        path: SYSTEM_PATH.into(),
-        allowlist: EngineConfig::default().allowlist,
     };
     rejects_the_edit_by_coverage(
-        Arc::new(LocalSandboxProvider::new(local)),
+        sandboxes,
         &[(
             "test_optional.py",
             "import a_module_nobody_installed\n\n\ndef test_optional():\n    assert a_module_nobody_installed\n",
