@@ -14,11 +14,13 @@
 //! bytes.
 
 use crate::backend::Backend;
-use crate::pg_error::db_error;
 use crate::postgres::PgStore;
-use crate::sqlite::{SqliteStore, db_error as sqlite_db_error};
+use crate::sqlite::SqliteStore;
 use serde_json::Value;
-use sqlx::{Encode, Executor, IntoArguments, Row, Type};
+use sqlx::{
+    ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Postgres, Row, Sqlite, Type,
+};
+use std::marker::PhantomData;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tracelab_domain::{Error, Result};
@@ -58,6 +60,70 @@ pub struct Notification {
     pub last_error: Option<String>,
 }
 
+/// How the notifications table differs between the databases. The
+/// statements are the same text; times come from the database's own clock
+/// in both (one clock for every dispatcher of the fleet).
+pub(crate) trait NotificationBackend: Backend {
+    /// A time as the table holds it: TIMESTAMPTZ, or Unix milliseconds in SQLite.
+    type Instant: for<'r> Decode<'r, Self> + Type<Self> + Send + 'static;
+    fn read_instant(stored: Self::Instant) -> Result<OffsetDateTime>;
+    /// The body as a column holds it: JSONB, or JSON text in SQLite.
+    type Body: for<'q> Encode<'q, Self> + for<'r> Decode<'r, Self> + Type<Self> + Send + 'static;
+    fn body(value: &Value) -> Self::Body;
+    fn read_body(stored: Self::Body) -> Result<Value>;
+    /// SQL for the database clock's now, in the table's time type.
+    const NOW: &'static str;
+    /// SQL for now plus the seconds (a float) in parameter `param`.
+    fn later(param: &str) -> String;
+    /// Appended to the claim's inner `SELECT`: ` FOR UPDATE SKIP LOCKED`,
+    /// so concurrent dispatchers take different rows; nothing where the
+    /// database serialises writers.
+    const SKIP_LOCKED: &'static str;
+}
+
+impl NotificationBackend for Postgres {
+    type Instant = OffsetDateTime;
+    type Body = Value;
+    const NOW: &'static str = "now()";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    fn read_instant(stored: OffsetDateTime) -> Result<OffsetDateTime> {
+        Ok(stored)
+    }
+    fn body(value: &Value) -> Value {
+        value.clone()
+    }
+    fn read_body(stored: Value) -> Result<Value> {
+        Ok(stored)
+    }
+    fn later(param: &str) -> String {
+        format!("now() + make_interval(secs => {param})")
+    }
+}
+
+/// Unix milliseconds by SQLite's clock, as migration 0007's defaults.
+const SQLITE_NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+
+impl NotificationBackend for Sqlite {
+    type Instant = i64;
+    type Body = String;
+    const NOW: &'static str = SQLITE_NOW_MS;
+    const SKIP_LOCKED: &'static str = "";
+    fn read_instant(ms: i64) -> Result<OffsetDateTime> {
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+            .map_err(|e| Error::internal(format!("stored time {ms} ms: {e}")))
+    }
+    fn body(value: &Value) -> String {
+        value.to_string()
+    }
+    fn read_body(stored: String) -> Result<Value> {
+        serde_json::from_str(&stored)
+            .map_err(|e| Error::internal(format!("a stored notification body is not JSON: {e}")))
+    }
+    fn later(param: &str) -> String {
+        format!("({SQLITE_NOW_MS} + CAST({param} * 1000 AS INTEGER))")
+    }
+}
+
 /// Stores `notes` inside `tx`, each unless its key is stored already: the
 /// stage's write and its notifications commit or roll back together. The
 /// rows carry no body (rendered at dispatch). Returns how many were new.
@@ -94,45 +160,6 @@ where
     Ok(new)
 }
 
-fn pg_row(r: &sqlx::postgres::PgRow) -> std::result::Result<Notification, sqlx::Error> {
-    Ok(Notification {
-        seq: r.try_get("seq")?,
-        key: r.try_get("key")?,
-        investigation_id: r.try_get("investigation_id")?,
-        channel: r.try_get("channel")?,
-        event: r.try_get("event")?,
-        target: r.try_get("target")?,
-        body: r.try_get("body")?,
-        attempts: r.try_get::<i32, _>("attempts")?.max(0) as u32,
-        delivered_at: r.try_get("delivered_at")?,
-        given_up_at: r.try_get("given_up_at")?,
-        last_error: r.try_get("last_error")?,
-    })
-}
-
-fn sqlite_row(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<Notification, sqlx::Error> {
-    let time = |ms: Option<i64>| {
-        ms.and_then(|ms| OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok())
-    };
-    let body: Option<String> = r.try_get("body")?;
-    Ok(Notification {
-        seq: r.try_get("seq")?,
-        key: r.try_get("key")?,
-        investigation_id: r.try_get("investigation_id")?,
-        channel: r.try_get("channel")?,
-        event: r.try_get("event")?,
-        target: r.try_get("target")?,
-        body: body
-            .map(|b| serde_json::from_str(&b))
-            .transpose()
-            .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-        attempts: r.try_get::<i64, _>("attempts")?.max(0) as u32,
-        delivered_at: time(r.try_get("delivered_at")?),
-        given_up_at: time(r.try_get("given_up_at")?),
-        last_error: r.try_get("last_error")?,
-    })
-}
-
 macro_rules! columns {
     () => {
         "seq, key, investigation_id, channel, event, target, body, attempts, \
@@ -140,260 +167,216 @@ macro_rules! columns {
     };
 }
 
-fn interval(d: Duration) -> f64 {
-    d.as_secs_f64()
-}
+/// The notification statements, once for both databases.
+pub(crate) struct Notifications<DB>(PhantomData<DB>);
 
-fn now_ms() -> i64 {
-    i64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
-}
+impl<DB: NotificationBackend> Notifications<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: Decode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<DB::Body>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<DB::Instant>: Decode<'q, DB> + Type<DB>,
+    for<'q> i32: Decode<'q, DB> + Type<DB>,
+    for<'q> f64: Encode<'q, DB> + Type<DB>,
+    &'static str: ColumnIndex<DB::Row>,
+{
+    fn get<T>(row: &DB::Row, column: &'static str) -> Result<T>
+    where
+        T: for<'r> Decode<'r, DB> + Type<DB>,
+    {
+        row.try_get(column).map_err(DB::error)
+    }
 
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
+    fn from_row(r: &DB::Row) -> Result<Notification> {
+        let instant = |column| {
+            Self::get::<Option<DB::Instant>>(r, column)?
+                .map(DB::read_instant)
+                .transpose()
+        };
+        Ok(Notification {
+            seq: Self::get(r, "seq")?,
+            key: Self::get(r, "key")?,
+            investigation_id: Self::get(r, "investigation_id")?,
+            channel: Self::get(r, "channel")?,
+            event: Self::get(r, "event")?,
+            target: Self::get(r, "target")?,
+            body: Self::get::<Option<DB::Body>>(r, "body")?
+                .map(DB::read_body)
+                .transpose()?,
+            attempts: Self::get::<i32>(r, "attempts")?.max(0) as u32,
+            delivered_at: instant("delivered_at")?,
+            given_up_at: instant("given_up_at")?,
+            last_error: Self::get(r, "last_error")?,
+        })
+    }
 
-impl PgStore {
-    /// Stores it, due now, unless its key is stored already. `true` when new.
-    pub async fn enqueue_notification(&self, n: &NewNotification) -> Result<bool> {
-        let done = sqlx::query(
+    async fn enqueue(pool: &Pool<DB>, n: &NewNotification) -> Result<bool> {
+        let done = sqlx::query::<DB>(
             "INSERT INTO notifications (key, investigation_id, channel, event, target, body) \
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO NOTHING",
         )
-        .bind(&n.key)
-        .bind(&n.investigation_id)
-        .bind(&n.channel)
-        .bind(&n.event)
-        .bind(&n.target)
-        .bind(&n.body)
-        .execute(self.pool())
+        .bind(n.key.clone())
+        .bind(n.investigation_id.clone())
+        .bind(n.channel.clone())
+        .bind(n.event.clone())
+        .bind(n.target.clone())
+        .bind(n.body.as_ref().map(DB::body))
+        .execute(pool)
         .await
-        .map_err(db_error)?;
-        Ok(done.rows_affected() == 1)
+        .map_err(DB::error)?;
+        Ok(DB::rows_affected(&done) == 1)
     }
 
-    /// Up to `limit` due notifications, oldest first, each pushed `lease`
-    /// ahead so no other dispatcher takes it meanwhile (and it is due again
-    /// if this one dies before settling it).
-    pub async fn claim_notifications(
-        &self,
-        limit: i64,
-        lease: Duration,
-    ) -> Result<Vec<Notification>> {
-        let rows = sqlx::query(concat!(
-            "UPDATE notifications SET next_at = now() + make_interval(secs => $2) \
+    async fn claim(pool: &Pool<DB>, limit: i64, lease: Duration) -> Result<Vec<Notification>> {
+        let sql = format!(
+            "UPDATE notifications SET next_at = {lease_end} \
              WHERE seq IN (SELECT seq FROM notifications \
-               WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_at <= now() \
-               ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) \
-             RETURNING ",
-            columns!()
-        ))
-        .bind(limit)
-        .bind(interval(lease))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_error)?;
-        let mut out: Vec<Notification> = rows
+               WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_at <= {now} \
+               ORDER BY seq LIMIT $1{skip_locked}) \
+             RETURNING {columns}",
+            lease_end = DB::later("$2"),
+            now = DB::NOW,
+            skip_locked = DB::SKIP_LOCKED,
+            columns = columns!(),
+        );
+        let rows = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .bind(lease.as_secs_f64())
+            .fetch_all(pool)
+            .await
+            .map_err(DB::error)?;
+        let mut out = rows
             .iter()
-            .map(pg_row)
-            .collect::<std::result::Result<_, _>>()
-            .map_err(db_error)?;
+            .map(Self::from_row)
+            .collect::<Result<Vec<_>>>()?;
         out.sort_by_key(|n| n.seq);
         Ok(out)
     }
 
-    /// The body the dispatcher rendered for a row enqueued without one;
-    /// a body stored already (another dispatcher's) is kept and returned.
-    pub async fn notification_rendered(&self, seq: i64, body: &Value) -> Result<Value> {
-        sqlx::query_scalar(
+    async fn rendered(pool: &Pool<DB>, seq: i64, body: &Value) -> Result<Value> {
+        let row = sqlx::query::<DB>(
             "UPDATE notifications SET body = COALESCE(body, $2) WHERE seq = $1 RETURNING body",
         )
         .bind(seq)
-        .bind(body)
-        .fetch_one(self.pool())
+        .bind(DB::body(body))
+        .fetch_one(pool)
         .await
-        .map_err(db_error)
+        .map_err(DB::error)?;
+        DB::read_body(Self::get(&row, "body")?)
     }
 
-    /// Delivered: never sent again.
-    pub async fn notification_delivered(&self, seq: i64) -> Result<()> {
-        sqlx::query(
-            "UPDATE notifications SET attempts = attempts + 1, delivered_at = now(), \
+    async fn delivered(pool: &Pool<DB>, seq: i64) -> Result<()> {
+        let sql = format!(
+            "UPDATE notifications SET attempts = attempts + 1, delivered_at = {}, \
              last_error = NULL WHERE seq = $1",
-        )
-        .bind(seq)
-        .execute(self.pool())
-        .await
-        .map_err(db_error)?;
+            DB::NOW
+        );
+        sqlx::query::<DB>(sqlx::AssertSqlSafe(sql))
+            .bind(seq)
+            .execute(pool)
+            .await
+            .map_err(DB::error)?;
         Ok(())
     }
 
-    /// Not delivered: due again after `retry_in`, or given up (`None`).
-    pub async fn notification_failed(
-        &self,
+    async fn failed(
+        pool: &Pool<DB>,
         seq: i64,
         error: &str,
         retry_in: Option<Duration>,
     ) -> Result<()> {
-        let q = match retry_in {
-            Some(wait) => sqlx::query(
+        let sql = match retry_in {
+            Some(_) => format!(
                 "UPDATE notifications SET attempts = attempts + 1, last_error = $2, \
-                 next_at = now() + make_interval(secs => $3) WHERE seq = $1",
-            )
-            .bind(seq)
-            .bind(error)
-            .bind(interval(wait)),
-            None => sqlx::query(
+                 next_at = {} WHERE seq = $1",
+                DB::later("$3")
+            ),
+            None => format!(
                 "UPDATE notifications SET attempts = attempts + 1, last_error = $2, \
-                 given_up_at = now() WHERE seq = $1",
-            )
-            .bind(seq)
-            .bind(error),
+                 given_up_at = {} WHERE seq = $1",
+                DB::NOW
+            ),
         };
-        q.execute(self.pool()).await.map_err(db_error)?;
+        let mut q = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql))
+            .bind(seq)
+            .bind(error.to_string());
+        if let Some(wait) = retry_in {
+            q = q.bind(wait.as_secs_f64());
+        }
+        q.execute(pool).await.map_err(DB::error)?;
         Ok(())
     }
 
-    /// The investigation's notifications, oldest first (delivered, pending
-    /// and given up).
-    pub async fn notifications(&self, investigation_id: &str) -> Result<Vec<Notification>> {
-        let rows = sqlx::query(concat!(
+    async fn of_investigation(
+        pool: &Pool<DB>,
+        investigation_id: &str,
+    ) -> Result<Vec<Notification>> {
+        let rows = sqlx::query::<DB>(concat!(
             "SELECT ",
             columns!(),
             " FROM notifications WHERE investigation_id = $1 ORDER BY seq"
         ))
-        .bind(investigation_id)
-        .fetch_all(self.pool())
+        .bind(investigation_id.to_string())
+        .fetch_all(pool)
         .await
-        .map_err(db_error)?;
-        rows.iter()
-            .map(pg_row)
-            .collect::<std::result::Result<_, _>>()
-            .map_err(db_error)
+        .map_err(DB::error)?;
+        rows.iter().map(Self::from_row).collect()
     }
 }
 
-/// The same operations on `tracelab serve`'s SQLite file (migration 0007).
-/// SQLite serialises writers, so a claim is one `UPDATE … RETURNING`.
-impl SqliteStore {
-    /// Stores it, due now, unless its key is stored already. `true` when new.
-    pub async fn enqueue_notification(&self, n: &NewNotification) -> Result<bool> {
-        let body = n.body.as_ref().map(Value::to_string);
-        let done = sqlx::query(
-            "INSERT INTO notifications (key, investigation_id, channel, event, target, body) \
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
-        )
-        .bind(&n.key)
-        .bind(&n.investigation_id)
-        .bind(&n.channel)
-        .bind(&n.event)
-        .bind(&n.target)
-        .bind(body)
-        .execute(self.pool())
-        .await
-        .map_err(sqlite_db_error)?;
-        Ok(done.rows_affected() == 1)
-    }
+/// The notification operations of a store (the fleet's PostgreSQL, or
+/// `tracelab serve`'s SQLite file, migration 0007).
+macro_rules! notification_operations {
+    ($store:ty, $db:ty) => {
+        impl $store {
+            /// Stores it, due now, unless its key is stored already. `true` when new.
+            pub async fn enqueue_notification(&self, n: &NewNotification) -> Result<bool> {
+                Notifications::<$db>::enqueue(self.pool(), n).await
+            }
 
-    /// Up to `limit` due notifications, oldest first, each pushed `lease` ahead.
-    pub async fn claim_notifications(
-        &self,
-        limit: i64,
-        lease: Duration,
-    ) -> Result<Vec<Notification>> {
-        let now = now_ms();
-        let rows = sqlx::query(concat!(
-            "UPDATE notifications SET next_at = ?1 \
-             WHERE seq IN (SELECT seq FROM notifications \
-               WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_at <= ?2 \
-               ORDER BY seq LIMIT ?3) \
-             RETURNING ",
-            columns!()
-        ))
-        .bind(now.saturating_add(ms(lease)))
-        .bind(now)
-        .bind(limit)
-        .fetch_all(self.pool())
-        .await
-        .map_err(sqlite_db_error)?;
-        let mut out: Vec<Notification> = rows
-            .iter()
-            .map(sqlite_row)
-            .collect::<std::result::Result<_, _>>()
-            .map_err(sqlite_db_error)?;
-        out.sort_by_key(|n| n.seq);
-        Ok(out)
-    }
+            /// Up to `limit` due notifications, oldest first, each pushed `lease`
+            /// ahead so no other dispatcher takes it meanwhile (and it is due again
+            /// if this one dies before settling it).
+            pub async fn claim_notifications(
+                &self,
+                limit: i64,
+                lease: Duration,
+            ) -> Result<Vec<Notification>> {
+                Notifications::<$db>::claim(self.pool(), limit, lease).await
+            }
 
-    /// See [`PgStore::notification_rendered`].
-    pub async fn notification_rendered(&self, seq: i64, body: &Value) -> Result<Value> {
-        let stored: String = sqlx::query_scalar(
-            "UPDATE notifications SET body = COALESCE(body, ?2) WHERE seq = ?1 RETURNING body",
-        )
-        .bind(seq)
-        .bind(body.to_string())
-        .fetch_one(self.pool())
-        .await
-        .map_err(sqlite_db_error)?;
-        serde_json::from_str(&stored)
-            .map_err(|e| Error::internal(format!("notification {seq}: stored body: {e}")))
-    }
+            /// The body the dispatcher rendered for a row enqueued without one;
+            /// a body stored already (another dispatcher's) is kept and returned.
+            pub async fn notification_rendered(&self, seq: i64, body: &Value) -> Result<Value> {
+                Notifications::<$db>::rendered(self.pool(), seq, body).await
+            }
 
-    /// Delivered: never sent again.
-    pub async fn notification_delivered(&self, seq: i64) -> Result<()> {
-        sqlx::query(
-            "UPDATE notifications SET attempts = attempts + 1, delivered_at = ?2, \
-             last_error = NULL WHERE seq = ?1",
-        )
-        .bind(seq)
-        .bind(now_ms())
-        .execute(self.pool())
-        .await
-        .map_err(sqlite_db_error)?;
-        Ok(())
-    }
+            /// Delivered: never sent again.
+            pub async fn notification_delivered(&self, seq: i64) -> Result<()> {
+                Notifications::<$db>::delivered(self.pool(), seq).await
+            }
 
-    /// Not delivered: due again after `retry_in`, or given up (`None`).
-    pub async fn notification_failed(
-        &self,
-        seq: i64,
-        error: &str,
-        retry_in: Option<Duration>,
-    ) -> Result<()> {
-        let now = now_ms();
-        let q = match retry_in {
-            Some(wait) => sqlx::query(
-                "UPDATE notifications SET attempts = attempts + 1, last_error = ?2, \
-                 next_at = ?3 WHERE seq = ?1",
-            )
-            .bind(seq)
-            .bind(error)
-            .bind(now.saturating_add(ms(wait))),
-            None => sqlx::query(
-                "UPDATE notifications SET attempts = attempts + 1, last_error = ?2, \
-                 given_up_at = ?3 WHERE seq = ?1",
-            )
-            .bind(seq)
-            .bind(error)
-            .bind(now),
-        };
-        q.execute(self.pool()).await.map_err(sqlite_db_error)?;
-        Ok(())
-    }
+            /// Not delivered: due again after `retry_in`, or given up (`None`).
+            pub async fn notification_failed(
+                &self,
+                seq: i64,
+                error: &str,
+                retry_in: Option<Duration>,
+            ) -> Result<()> {
+                Notifications::<$db>::failed(self.pool(), seq, error, retry_in).await
+            }
 
-    /// The investigation's notifications, oldest first.
-    pub async fn notifications(&self, investigation_id: &str) -> Result<Vec<Notification>> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM notifications WHERE investigation_id = ? ORDER BY seq"
-        ))
-        .bind(investigation_id)
-        .fetch_all(self.pool())
-        .await
-        .map_err(sqlite_db_error)?;
-        rows.iter()
-            .map(sqlite_row)
-            .collect::<std::result::Result<_, _>>()
-            .map_err(sqlite_db_error)
-    }
+            /// The investigation's notifications, oldest first (delivered, pending
+            /// and given up).
+            pub async fn notifications(&self, investigation_id: &str) -> Result<Vec<Notification>> {
+                Notifications::<$db>::of_investigation(self.pool(), investigation_id).await
+            }
+        }
+    };
 }
+
+notification_operations!(PgStore, Postgres);
+notification_operations!(SqliteStore, Sqlite);

@@ -17,13 +17,29 @@ pub struct SqliteStore {
     actor: String,
 }
 
+/// A driver error as a domain error: a full pool, or a write lock held
+/// past the busy timeout (SQLITE_BUSY and its extended codes), is a
+/// Timeout; a closed pool or a file error is Unavailable; a unique
+/// violation is a Conflict.
 pub(crate) fn db_error(e: sqlx::Error) -> Error {
-    match e {
+    let busy = |db: &dyn sqlx::error::DatabaseError| {
+        db.code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| c & 0xff == 5)
+    };
+    match &e {
         sqlx::Error::RowNotFound => Error::not_found("not found"),
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
+        sqlx::Error::PoolTimedOut => Error::timeout(format!("store busy: {e}")),
+        sqlx::Error::Database(db) if busy(db.as_ref()) => {
+            Error::timeout(format!("store busy: {e}"))
+        }
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            Error::conflict(format!("already exists: {e}"))
+        }
+        sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
             Error::unavailable(format!("store unavailable: {e}"))
         }
-        other => Error::internal(format!("store error: {other}")),
+        _ => Error::internal(format!("store error: {e}")),
     }
 }
 

@@ -10,7 +10,9 @@ mod common;
 use sqlx::Row;
 use tracelab_evidence::similar::{FrameToken, SimilarityConfig, StackProfile};
 use tracelab_evidence::{GroupKey, GroupStore, Observation, Occurrence, Policy, Trigger};
-use tracelab_store::groups::{EvidenceOutcome, MergeRecord, NewEvidence, Undo, conformance};
+use tracelab_store::groups::{
+    EvidenceOutcome, MergeRecord, MergingGroupStore, NewEvidence, Undo, conformance,
+};
 use tracelab_store::{PgGroupStore, PgOptions, PgStore};
 
 fn profile(frames: &[&str]) -> StackProfile {

@@ -7,8 +7,8 @@
 //! asks for an investigation, the row keeps the suggestion, so a retry after
 //! a lost publish can send it again (an outbox of one).
 
-use super::merges::{MergeRecord, Route};
-use super::postgres::{PgGroupStore, db_error};
+use super::merges::MergeRecord;
+use super::postgres::{PgGroupStore, Rows, db_error};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::Row;
@@ -117,20 +117,15 @@ impl PgGroupStore {
             });
         }
         let exact_key = occ.key.clone();
-        let route = self
-            .route(
-                &mut tx,
-                &occ.key,
-                occ.language,
-                evidence.profile.as_ref(),
-                now,
-            )
-            .await?;
-        let (target, merged) = match route {
-            Route::Own => (None, None),
-            Route::Merged(key) => (Some(key), None),
-            Route::MergedNow(record) => (Some(record.group_key.clone()), Some(record)),
-        };
+        let route = Rows::route(
+            &mut tx,
+            self.similarity(),
+            occ,
+            evidence.profile.as_ref(),
+            now,
+        )
+        .await?;
+        let (target, merged) = route.target();
         let routed;
         let occ = match &target {
             Some(key) => {
@@ -149,17 +144,17 @@ impl PgGroupStore {
             }
             None => occ,
         };
-        let (mut group, observation) = Self::observe_locked(&mut tx, occ).await?;
+        let (mut group, observation) = Rows::observe_locked(&mut tx, occ).await?;
         // The sighting under its exact key: what undoing a merge moves back.
         let sighting = Occurrence {
             key: exact_key,
             ..occ.clone()
         };
-        Self::keep_sighting(&mut tx, &group.key, &sighting).await?;
+        Rows::keep_sighting(&mut tx, &group.key, &sighting).await?;
         if observation == Observation::New
             && let Some(p) = &evidence.profile
         {
-            Self::keep_profile(&mut tx, &group.key, p).await?;
+            Rows::keep_profile(&mut tx, &group.key, p).await?;
         }
         let decision = decide(policy, &group, &observation, occ, trigger, now);
         if let Decision::Investigate { reason } = &decision {
@@ -175,7 +170,7 @@ impl PgGroupStore {
                 .await
                 .map_err(db_error)?;
         }
-        Self::save(&mut tx, &group).await?;
+        Rows::save(&mut tx, &group).await?;
         if let Some(env) = &evidence.environment {
             // The group shows the environment it was last seen in.
             sqlx::query("UPDATE failure_groups SET environment = $2 WHERE group_key = $1")

@@ -16,6 +16,7 @@ mod evidence;
 mod merges;
 mod postgres;
 mod resolution;
+mod rows;
 mod sqlite;
 
 pub use evidence::{EvidenceOutcome, NewEvidence, Suggested};

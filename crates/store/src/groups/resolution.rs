@@ -8,7 +8,7 @@
 //!
 //! [`FailureGroup::observe`]: tracelab_evidence::FailureGroup::observe
 
-use super::postgres::{PgGroupStore, db_error};
+use super::postgres::{PgGroupStore, Rows, db_error};
 use sqlx::Row;
 use tracelab_evidence::{FailureGroup, GroupKey, GroupStatus, Result};
 
@@ -39,14 +39,14 @@ impl PgGroupStore {
         let mut resolved = Vec::new();
         for key in keys {
             // In key order, so two resolutions never wait on each other's locks in a cycle.
-            let Some(mut g) = Self::lock(&mut tx, &GroupKey(key)).await? else {
+            let Some(mut g) = Rows::lock(&mut tx, &GroupKey(key)).await? else {
                 continue;
             };
             if g.status != GroupStatus::Open {
                 continue;
             }
             g.resolve(at, commit.clone());
-            Self::save(&mut tx, &g).await?;
+            Rows::save(&mut tx, &g).await?;
             sqlx::query("UPDATE failure_groups SET resolved_by = $2 WHERE group_key = $1")
                 .bind(&g.key.0)
                 .bind(investigation)
