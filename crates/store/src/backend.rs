@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 use std::str::FromStr;
 use time::OffsetDateTime;
 use tracelab_domain::audit::{AuditAction, AuditEntry};
+use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::report::{InvestigationSummary, Report};
 use tracelab_domain::state::{InvestigationState, Transition};
@@ -35,6 +36,12 @@ pub(crate) trait Backend: Database {
     /// The stored report as JSON text in a `SELECT` (PostgreSQL keeps it as
     /// JSONB in `report`, SQLite as text in `report_json`).
     const REPORT_TEXT: &'static str;
+    /// The column the report is written to.
+    const REPORT_COLUMN: &'static str;
+    /// A JSON document as a column holds it (JSONB, or text in SQLite).
+    type Document: for<'q> Encode<'q, Self> + Type<Self> + for<'r> Decode<'r, Self> + Send + 'static;
+    fn document(value: serde_json::Value) -> Self::Document;
+    fn read_document(stored: Self::Document) -> Result<serde_json::Value>;
     /// A driver error as a domain error (Unavailable for a server that is
     /// away, Conflict for a unique violation, …).
     fn error(e: sqlx::Error) -> Error;
@@ -282,6 +289,119 @@ where
     {
         row.try_get(index).map_err(DB::error)
     }
+}
+
+/// The report's save, with the few more column types it writes.
+impl<DB: Backend> Shared<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Decode<'q, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+    for<'q> i32: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i32>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<DB::Document>: Encode<'q, DB> + Type<DB>,
+{
+    /// Writes `report` (the investigation's row, its hypotheses and their
+    /// experiments) inside `tx`, replacing what an earlier save wrote, so
+    /// saving the same report again is harmless. NotFound for an unknown id.
+    pub(crate) async fn save_report(tx: &mut DB::Connection, report: &Report) -> Result<()> {
+        let body = serde_json::to_value(report)
+            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
+        let sql = format!(
+            "UPDATE investigations SET {} = $1, verdict = $2, culprit = $3, state = $4, updated_at = $5 WHERE id = $6",
+            DB::REPORT_COLUMN
+        );
+        let updated = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql))
+            .bind(Some(DB::document(body)))
+            .bind(report.verdict.as_str().to_string())
+            .bind(report.culprit.as_ref().map(|c| c.commit.commit.clone()))
+            .bind(report.state.as_str().to_string())
+            .bind(DB::time(OffsetDateTime::now_utc()))
+            .bind(report.id.0.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(DB::error)?;
+        if DB::rows_affected(&updated) == 0 {
+            return Err(Error::not_found(format!(
+                "investigation {} not found",
+                report.id
+            )));
+        }
+        sqlx::query::<DB>("DELETE FROM hypotheses WHERE investigation_id = $1")
+            .bind(report.id.0.clone())
+            .execute(&mut *tx)
+            .await
+            .map_err(DB::error)?;
+        for h in &report.hypotheses {
+            Self::insert_hypothesis(tx, &report.id, h).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes one hypothesis row (with its full JSON) and its experiments.
+    pub(crate) async fn insert_hypothesis(
+        tx: &mut DB::Connection,
+        investigation: &InvestigationId,
+        h: &Hypothesis,
+    ) -> Result<()> {
+        let body = serde_json::to_value(h)
+            .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
+        sqlx::query::<DB>(
+            "INSERT INTO hypotheses (id, investigation_id, number, agent, kind, status, summary, patch, branch, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(h.id.0.clone())
+        .bind(investigation.0.clone())
+        .bind(i32::try_from(h.number).unwrap_or(i32::MAX))
+        .bind(name(&h.agent))
+        .bind(name(&h.kind))
+        .bind(h.status.as_str().to_string())
+        .bind(h.summary.clone())
+        .bind(h.patch.clone())
+        .bind(h.branch.clone())
+        .bind(Some(DB::document(body)))
+        .execute(&mut *tx)
+        .await
+        .map_err(DB::error)?;
+        Self::insert_experiments(tx, h).await
+    }
+
+    /// Writes the experiments of `h` (the caller removed any earlier ones).
+    pub(crate) async fn insert_experiments(tx: &mut DB::Connection, h: &Hypothesis) -> Result<()> {
+        for e in &h.experiments {
+            let counts = e.effective_counts();
+            sqlx::query::<DB>(
+                "INSERT INTO experiments (hypothesis_id, step, command, revision, exit_code, duration_ms, outcome, output, sandbox, note, runs, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            )
+            .bind(h.id.0.clone())
+            .bind(e.step.as_str().to_string())
+            .bind(e.command.clone())
+            .bind(e.revision.clone())
+            .bind(e.exit_code)
+            .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
+            .bind(name(&e.outcome))
+            .bind(e.output.clone())
+            .bind(e.sandbox.clone())
+            .bind(e.note.clone())
+            .bind(i32::try_from(counts.runs).unwrap_or(i32::MAX))
+            .bind(i32::try_from(counts.failures).unwrap_or(i32::MAX))
+            .execute(&mut *tx)
+            .await
+            .map_err(DB::error)?;
+        }
+        Ok(())
+    }
+}
+
+/// A unit enum's serde name (`code_path`, `passed`), as the name columns store it.
+fn name<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn state(stored: &str) -> Result<InvestigationState> {

@@ -67,10 +67,6 @@ pub(crate) trait NotificationBackend: Backend {
     /// A time as the table holds it: TIMESTAMPTZ, or Unix milliseconds in SQLite.
     type Instant: for<'r> Decode<'r, Self> + Type<Self> + Send + 'static;
     fn read_instant(stored: Self::Instant) -> Result<OffsetDateTime>;
-    /// The body as a column holds it: JSONB, or JSON text in SQLite.
-    type Body: for<'q> Encode<'q, Self> + for<'r> Decode<'r, Self> + Type<Self> + Send + 'static;
-    fn body(value: &Value) -> Self::Body;
-    fn read_body(stored: Self::Body) -> Result<Value>;
     /// SQL for the database clock's now, in the table's time type.
     const NOW: &'static str;
     /// SQL for now plus the seconds (a float) in parameter `param`.
@@ -83,16 +79,9 @@ pub(crate) trait NotificationBackend: Backend {
 
 impl NotificationBackend for Postgres {
     type Instant = OffsetDateTime;
-    type Body = Value;
     const NOW: &'static str = "now()";
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     fn read_instant(stored: OffsetDateTime) -> Result<OffsetDateTime> {
-        Ok(stored)
-    }
-    fn body(value: &Value) -> Value {
-        value.clone()
-    }
-    fn read_body(stored: Value) -> Result<Value> {
         Ok(stored)
     }
     fn later(param: &str) -> String {
@@ -105,19 +94,11 @@ const SQLITE_NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS I
 
 impl NotificationBackend for Sqlite {
     type Instant = i64;
-    type Body = String;
     const NOW: &'static str = SQLITE_NOW_MS;
     const SKIP_LOCKED: &'static str = "";
     fn read_instant(ms: i64) -> Result<OffsetDateTime> {
         OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
             .map_err(|e| Error::internal(format!("stored time {ms} ms: {e}")))
-    }
-    fn body(value: &Value) -> String {
-        value.to_string()
-    }
-    fn read_body(stored: String) -> Result<Value> {
-        serde_json::from_str(&stored)
-            .map_err(|e| Error::internal(format!("a stored notification body is not JSON: {e}")))
     }
     fn later(param: &str) -> String {
         format!("({SQLITE_NOW_MS} + CAST({param} * 1000 AS INTEGER))")
@@ -177,7 +158,7 @@ where
     for<'q> String: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
     for<'q> Option<String>: Decode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
-    for<'q> Option<DB::Body>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<DB::Document>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
     for<'q> Option<DB::Instant>: Decode<'q, DB> + Type<DB>,
     for<'q> i32: Decode<'q, DB> + Type<DB>,
     for<'q> f64: Encode<'q, DB> + Type<DB>,
@@ -203,8 +184,8 @@ where
             channel: Self::get(r, "channel")?,
             event: Self::get(r, "event")?,
             target: Self::get(r, "target")?,
-            body: Self::get::<Option<DB::Body>>(r, "body")?
-                .map(DB::read_body)
+            body: Self::get::<Option<DB::Document>>(r, "body")?
+                .map(DB::read_document)
                 .transpose()?,
             attempts: Self::get::<i32>(r, "attempts")?.max(0) as u32,
             delivered_at: instant("delivered_at")?,
@@ -223,7 +204,7 @@ where
         .bind(n.channel.clone())
         .bind(n.event.clone())
         .bind(n.target.clone())
-        .bind(n.body.as_ref().map(DB::body))
+        .bind(n.body.as_ref().map(|b| DB::document(b.clone())))
         .execute(pool)
         .await
         .map_err(DB::error)?;
@@ -261,11 +242,11 @@ where
             "UPDATE notifications SET body = COALESCE(body, $2) WHERE seq = $1 RETURNING body",
         )
         .bind(seq)
-        .bind(DB::body(body))
+        .bind(DB::document(body.clone()))
         .fetch_one(pool)
         .await
         .map_err(DB::error)?;
-        DB::read_body(Self::get(&row, "body")?)
+        DB::read_document(Self::get(&row, "body")?)
     }
 
     async fn delivered(pool: &Pool<DB>, seq: i64) -> Result<()> {

@@ -10,7 +10,6 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
-use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::ids::InvestigationId;
 use tracelab_domain::ports::InvestigationStore;
 use tracelab_domain::report::{InvestigationSummary, Report};
@@ -47,13 +46,6 @@ impl Default for PgOptions {
             schema: None,
         }
     }
-}
-
-pub(crate) fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn valid_schema(name: &str) -> Result<()> {
@@ -172,35 +164,8 @@ impl InvestigationStore for PgStore {
     }
 
     async fn save_report(&self, report: &Report) -> Result<()> {
-        let body = serde_json::to_value(report)
-            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let updated = sqlx::query(
-            "UPDATE investigations SET report = $1, verdict = $2, culprit = $3, state = $4, updated_at = now() WHERE id = $5",
-        )
-        .bind(&body)
-        .bind(report.verdict.as_str())
-        .bind(report.culprit.as_ref().map(|c| c.commit.commit.clone()))
-        .bind(report.state.as_str())
-        .bind(&report.id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if updated.rows_affected() == 0 {
-            return Err(Error::not_found(format!(
-                "investigation {} not found",
-                report.id
-            )));
-        }
-        // Replace, so saving the same report again is harmless.
-        sqlx::query("DELETE FROM hypotheses WHERE investigation_id = $1")
-            .bind(&report.id.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        for h in &report.hypotheses {
-            insert_hypothesis(&mut tx, &report.id, h).await?;
-        }
+        Shared::<Postgres>::save_report(&mut tx, report).await?;
         tx.commit().await.map_err(db_error)
     }
 
@@ -221,64 +186,19 @@ impl InvestigationStore for PgStore {
     }
 }
 
-/// Writes one hypothesis row (with its full JSON) and its experiments.
-pub(crate) async fn insert_hypothesis(
-    tx: &mut sqlx::PgConnection,
-    investigation: &InvestigationId,
-    h: &Hypothesis,
-) -> Result<()> {
-    let body = serde_json::to_value(h)
-        .map_err(|e| Error::internal(format!("cannot encode hypothesis: {e}")))?;
-    sqlx::query(
-        "INSERT INTO hypotheses (id, investigation_id, number, agent, kind, status, summary, patch, branch, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
-    .bind(&h.id.0)
-    .bind(&investigation.0)
-    .bind(h.number as i32)
-    .bind(json(&h.agent))
-    .bind(json(&h.kind))
-    .bind(h.status.as_str())
-    .bind(&h.summary)
-    .bind(&h.patch)
-    .bind(&h.branch)
-    .bind(&body)
-    .execute(&mut *tx)
-    .await
-    .map_err(db_error)?;
-    insert_experiments(tx, h).await
-}
-
-/// Writes the experiments of `h` (the caller removed any earlier ones).
-pub(crate) async fn insert_experiments(tx: &mut sqlx::PgConnection, h: &Hypothesis) -> Result<()> {
-    for e in &h.experiments {
-        let counts = e.effective_counts();
-        sqlx::query(
-            "INSERT INTO experiments (hypothesis_id, step, command, revision, exit_code, duration_ms, outcome, output, sandbox, note, runs, failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        )
-        .bind(&h.id.0)
-        .bind(e.step.as_str())
-        .bind(&e.command)
-        .bind(&e.revision)
-        .bind(e.exit_code)
-        .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
-        .bind(json(&e.outcome))
-        .bind(&e.output)
-        .bind(&e.sandbox)
-        .bind(&e.note)
-        .bind(counts.runs as i32)
-        .bind(counts.failures as i32)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-    }
-    Ok(())
-}
-
 /// PostgreSQL stores TIMESTAMPTZ and locks the rows a transaction changes.
 impl Backend for Postgres {
     type Time = time::OffsetDateTime;
     const LOCK_ROW: &'static str = " FOR UPDATE";
     const REPORT_TEXT: &'static str = "report::text";
+    const REPORT_COLUMN: &'static str = "report";
+    type Document = serde_json::Value;
+    fn document(value: serde_json::Value) -> serde_json::Value {
+        value
+    }
+    fn read_document(stored: serde_json::Value) -> Result<serde_json::Value> {
+        Ok(stored)
+    }
     fn time(t: time::OffsetDateTime) -> time::OffsetDateTime {
         t
     }

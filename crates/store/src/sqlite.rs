@@ -57,13 +57,6 @@ pub(crate) fn parse_time(s: &str) -> Result<time::OffsetDateTime> {
         .map_err(|e| Error::internal(format!("bad timestamp {s:?} in store: {e}")))
 }
 
-fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database file and migrates it.
     pub async fn open(path: &Path) -> Result<Self> {
@@ -148,70 +141,12 @@ impl InvestigationStore for SqliteStore {
     }
 
     async fn save_report(&self, report: &Report) -> Result<()> {
-        let body = serde_json::to_string(report)
-            .map_err(|e| Error::internal(format!("cannot encode report: {e}")))?;
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        let updated = sqlx::query(
-            "UPDATE investigations SET report_json = ?, verdict = ?, culprit = ?, state = ?, updated_at = ? WHERE id = ?",
-        )
-        .bind(&body)
-        .bind(report.verdict.as_str())
-        .bind(report.culprit.as_ref().map(|c| c.commit.commit.clone()))
-        .bind(report.state.as_str())
-        .bind(now())
-        .bind(&report.id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if updated.rows_affected() == 0 {
-            return Err(Error::not_found(format!(
-                "investigation {} not found",
-                report.id
-            )));
-        }
-        sqlx::query("DELETE FROM hypotheses WHERE investigation_id = ?")
-            .bind(&report.id.0)
-            .execute(&mut *tx)
+        let mut tx = self
+            .pool
+            .begin_with(Sqlite::BEGIN_WRITE)
             .await
             .map_err(db_error)?;
-        for h in &report.hypotheses {
-            sqlx::query(
-                "INSERT INTO hypotheses (id, investigation_id, number, agent, kind, status, summary, patch, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&h.id.0)
-            .bind(&report.id.0)
-            .bind(h.number as i64)
-            .bind(json(&h.agent))
-            .bind(json(&h.kind))
-            .bind(h.status.as_str())
-            .bind(&h.summary)
-            .bind(&h.patch)
-            .bind(&h.branch)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-            for e in &h.experiments {
-                let counts = e.effective_counts();
-                sqlx::query(
-                    "INSERT INTO experiments (hypothesis_id, step, command, revision, exit_code, duration_ms, outcome, output, sandbox, note, runs, failures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&h.id.0)
-                .bind(e.step.as_str())
-                .bind(&e.command)
-                .bind(&e.revision)
-                .bind(e.exit_code)
-                .bind(e.duration_ms as i64)
-                .bind(json(&e.outcome))
-                .bind(&e.output)
-                .bind(&e.sandbox)
-                .bind(&e.note)
-                .bind(counts.runs as i64)
-                .bind(counts.failures as i64)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-            }
-        }
+        Shared::<Sqlite>::save_report(&mut tx, report).await?;
         tx.commit().await.map_err(db_error)
     }
 
@@ -238,6 +173,15 @@ impl Backend for Sqlite {
     const LOCK_ROW: &'static str = "";
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const REPORT_TEXT: &'static str = "report_json";
+    const REPORT_COLUMN: &'static str = "report_json";
+    type Document = String;
+    fn document(value: serde_json::Value) -> String {
+        value.to_string()
+    }
+    fn read_document(stored: String) -> Result<serde_json::Value> {
+        serde_json::from_str(&stored)
+            .map_err(|e| Error::internal(format!("a stored JSON document is unreadable: {e}")))
+    }
     fn time(t: time::OffsetDateTime) -> String {
         rfc3339(t)
     }

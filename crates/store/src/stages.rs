@@ -14,12 +14,13 @@
 //!   hypotheses the deadline cut short, and the `decided` event in the outbox).
 //! - reviewers: `HandOffStore::review` (APPROVED/REJECTED plus an audit row, module `hand_off`).
 
+use crate::backend::Shared;
 use crate::idempotency::record_once;
 use crate::outbox::{OutboxMessage, enqueue};
 use crate::pg_error::db_error;
-use crate::postgres::{PgStore, insert_experiments, insert_hypothesis};
+use crate::postgres::PgStore;
 use serde_json::Value;
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, Postgres, Row};
 use std::str::FromStr;
 use time::OffsetDateTime;
 use tracelab_domain::audit::AuditAction;
@@ -440,7 +441,7 @@ impl PgStore {
         .await
         .map_err(db_error)?;
         for h in hypotheses {
-            insert_hypothesis(&mut tx, id, h).await?;
+            Shared::<Postgres>::insert_hypothesis(&mut tx, id, h).await?;
         }
         tx.commit().await.map_err(db_error)?;
         Ok(true)
@@ -522,9 +523,9 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        insert_experiments(&mut tx, hypothesis).await?;
+        Shared::<Postgres>::insert_experiments(&mut tx, hypothesis).await?;
         if let Some(next) = follow_up {
-            insert_hypothesis(&mut tx, &investigation, next).await?;
+            Shared::<Postgres>::insert_hypothesis(&mut tx, &investigation, next).await?;
         }
         tx.commit().await.map_err(db_error)?;
         Ok(Recorded::Stored)

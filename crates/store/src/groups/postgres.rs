@@ -13,24 +13,16 @@
 //! [`Observation::New`]: tracelab_evidence::Observation::New
 
 use super::columns::group_columns;
-use super::merges::{MergeRecord, MergingGroupStore, Undo, Unmerged, json_error};
 use super::rows::{GroupBackend, GroupRows};
 use crate::{PgOptions, PgStore};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use sqlx::types::Json;
 use sqlx::{PgPool, Postgres};
-use tracelab_evidence::similar::{SimilarityConfig, StackProfile};
-use tracelab_evidence::{
-    Error, FailureGroup, GroupKey, GroupPage, GroupQuery, GroupStore, Observation, Occurrence,
-    Reason, Result,
-};
+use tracelab_evidence::similar::SimilarityConfig;
+use tracelab_evidence::{Error, FailureGroup, Result};
 
 pub(super) type Rows = GroupRows<Postgres>;
 
 impl GroupBackend for Postgres {
     type List = Vec<String>;
-    type Json = Json<serde_json::Value>;
     const BY_BYTES: &'static str = " COLLATE \"C\"";
     const SHARE_ROW: &'static str = " FOR SHARE";
     const KEEPS_EVIDENCE: bool = true;
@@ -40,12 +32,6 @@ impl GroupBackend for Postgres {
     }
     fn read_list(_column: &str, stored: Vec<String>) -> Result<Vec<String>> {
         Ok(stored)
-    }
-    fn json<T: Serialize + ?Sized>(value: &T) -> Result<Self::Json> {
-        serde_json::to_value(value).map(Json).map_err(json_error)
-    }
-    fn read_json<T: DeserializeOwned>(stored: Self::Json) -> Result<T> {
-        serde_json::from_value(stored.0).map_err(json_error)
     }
     fn list_holds(column: &str, param: &str) -> String {
         format!("{param} = ANY({column})")
@@ -100,57 +86,7 @@ impl PgGroupStore {
     }
 }
 
-#[async_trait::async_trait]
-impl GroupStore for PgGroupStore {
-    async fn record(&self, occ: &Occurrence) -> Result<(FailureGroup, Observation)> {
-        Rows::record(&self.pool, occ).await
-    }
-
-    async fn get(&self, key: &GroupKey) -> Result<Option<FailureGroup>> {
-        Rows::get(&self.pool, key).await
-    }
-
-    async fn resolve(
-        &self,
-        key: &GroupKey,
-        at: i64,
-        commit: Option<String>,
-    ) -> Result<FailureGroup> {
-        Rows::update(&self.pool, key, |g| g.resolve(at, commit)).await
-    }
-
-    async fn mark_investigation(
-        &self,
-        key: &GroupKey,
-        at: i64,
-        reason: Reason,
-    ) -> Result<FailureGroup> {
-        Rows::update(&self.pool, key, |g| g.mark_investigation(at, reason)).await
-    }
-
-    async fn page(&self, q: &GroupQuery) -> Result<GroupPage> {
-        Rows::page(&self.pool, q).await
-    }
-}
-
-#[async_trait::async_trait]
-impl MergingGroupStore for PgGroupStore {
-    async fn record_similar(
-        &self,
-        occ: &Occurrence,
-        profile: Option<&StackProfile>,
-    ) -> Result<(FailureGroup, Observation, Option<MergeRecord>)> {
-        Rows::record_similar(&self.pool, self.similarity(), occ, profile).await
-    }
-
-    async fn merges(&self, group: &GroupKey) -> Result<Vec<MergeRecord>> {
-        Rows::merges(&self.pool, group).await
-    }
-
-    async fn unmerge(&self, exact_key: &GroupKey, undo: &Undo) -> Result<Option<Unmerged>> {
-        Rows::unmerge(&self.pool, exact_key, undo).await
-    }
-}
+super::rows::group_store_operations!(PgGroupStore, Postgres);
 
 /// "This error signature → its past failures": lookups by the signatures a
 /// group key is made of (`stack:<stack sig>[:…]`, `error:<error sig>[@…]`).

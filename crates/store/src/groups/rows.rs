@@ -27,10 +27,6 @@ pub(crate) trait GroupBackend: Backend {
     type List: for<'q> Encode<'q, Self> + Type<Self> + for<'r> Decode<'r, Self> + Send + 'static;
     fn list(column: &str, items: Vec<String>) -> Result<Self::List>;
     fn read_list(column: &str, stored: Self::List) -> Result<Vec<String>>;
-    /// A JSON document as a column holds it (`JSONB`, or text).
-    type Json: for<'q> Encode<'q, Self> + Type<Self> + for<'r> Decode<'r, Self> + Send + 'static;
-    fn json<T: Serialize + ?Sized>(value: &T) -> Result<Self::Json>;
-    fn read_json<T: DeserializeOwned>(stored: Self::Json) -> Result<T>;
     /// SQL that is true when the list column `column` holds the text parameter `param`.
     fn list_holds(column: &str, param: &str) -> String;
     /// Appended to a text column so that it sorts and compares by bytes
@@ -83,7 +79,7 @@ where
     for<'q> Option<i64>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
     for<'q> i32: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
     for<'q> f64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
-    for<'q> Option<DB::Json>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'q> Option<DB::Document>: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
     &'static str: ColumnIndex<DB::Row>,
 {
     fn column<T>(row: &DB::Row, column: &'static str) -> Result<T>
@@ -111,8 +107,8 @@ where
             resolved_at: Self::column(row, "resolved_at")?,
             resolved_commit: Self::column(row, "resolved_commit")?,
             regressions: Self::column(row, "regressions")?,
-            investigation: Self::column::<Option<DB::Json>>(row, "investigation")?
-                .map(DB::read_json)
+            investigation: Self::column::<Option<DB::Document>>(row, "investigation")?
+                .map(read_document::<DB, _>)
                 .transpose()?,
             version: Self::column(row, "version")?,
             repositories: list("repositories")?,
@@ -176,7 +172,12 @@ where
         .bind(c.resolved_at)
         .bind(c.resolved_commit)
         .bind(c.regressions)
-        .bind(c.investigation.as_ref().map(DB::json).transpose()?)
+        .bind(
+            c.investigation
+                .as_ref()
+                .map(document::<DB, _>)
+                .transpose()?,
+        )
         .bind(c.version)
         .bind(DB::list("repositories", c.repositories)?)
         .execute(&mut *tx)
@@ -207,7 +208,12 @@ where
         .bind(c.resolved_at)
         .bind(c.resolved_commit)
         .bind(c.regressions)
-        .bind(c.investigation.as_ref().map(DB::json).transpose()?)
+        .bind(
+            c.investigation
+                .as_ref()
+                .map(document::<DB, _>)
+                .transpose()?,
+        )
         .bind(c.version)
         .bind(DB::list("repositories", c.repositories)?)
         .execute(&mut *tx)
@@ -363,7 +369,7 @@ where
             .map_err(db_error::<DB>)?;
         let mut candidates = Vec::with_capacity(rows.len());
         for row in &rows {
-            let p: StackProfile = DB::read_json(Self::column(row, "profile")?)?;
+            let p: StackProfile = read_document::<DB, _>(Self::column(row, "profile")?)?;
             candidates.push((GroupKey(Self::column(row, "group_key")?), p));
         }
         let Some(record) = similar_group(&occ.key, profile, &candidates, cfg, now) else {
@@ -376,9 +382,9 @@ where
         .bind(record.exact_key.0.clone())
         .bind(record.group_key.0.clone())
         .bind(record.score)
-        .bind(DB::json(&record.matched)?)
+        .bind(document::<DB, _>(&record.matched)?)
         .bind(now)
-        .bind(DB::json(profile)?)
+        .bind(document::<DB, _>(profile)?)
         .execute(&mut *tx)
         .await
         .map_err(db_error::<DB>)?;
@@ -395,7 +401,7 @@ where
             "UPDATE failure_groups SET profile = $2 WHERE group_key = $1 AND profile IS NULL",
         )
         .bind(key.0.clone())
-        .bind(DB::json(profile)?)
+        .bind(document::<DB, _>(profile)?)
         .execute(&mut *tx)
         .await
         .map_err(db_error::<DB>)?;
@@ -416,7 +422,7 @@ where
         .bind(group.0.clone())
         .bind(occ.key.0.clone())
         .bind(occ.at)
-        .bind(DB::json(occ)?)
+        .bind(document::<DB, _>(occ)?)
         .execute(&mut *tx)
         .await
         .map_err(db_error::<DB>)?;
@@ -462,7 +468,7 @@ where
             exact_key: GroupKey(Self::column(r, "exact_key")?),
             group_key: GroupKey(Self::column(r, "group_key")?),
             score: Self::column(r, "score")?,
-            matched: DB::read_json::<Vec<MatchedFrame>>(Self::column(r, "matched")?)?,
+            matched: read_document::<DB, Vec<MatchedFrame>>(Self::column(r, "matched")?)?,
             merged_at: Self::column(r, "merged_at")?,
             undone_at: Self::column(r, "undone_at")?,
             undone_by: Self::column(r, "undone_by")?,
@@ -513,8 +519,8 @@ where
             return Ok(None);
         };
         let group = GroupKey(Self::column(&row, "group_key")?);
-        let profile: Option<StackProfile> = Self::column::<Option<DB::Json>>(&row, "profile")?
-            .map(DB::read_json)
+        let profile: Option<StackProfile> = Self::column::<Option<DB::Document>>(&row, "profile")?
+            .map(read_document::<DB, _>)
             .transpose()?;
         let mut from = Self::lock(&mut tx, &group).await?.ok_or_else(|| {
             Error::Internal(format!("merged group {group} of {exact_key} is missing"))
@@ -531,7 +537,7 @@ where
         .map_err(db_error::<DB>)?;
         let (mut moved, mut kept) = (Vec::new(), Vec::new());
         for r in &sightings {
-            let occ: Occurrence = DB::read_json(Self::column(r, "occurrence")?)?;
+            let occ: Occurrence = read_document::<DB, _>(Self::column(r, "occurrence")?)?;
             if Self::column::<String>(r, "exact_key")? == exact_key.0 {
                 moved.push(occ);
             } else {
@@ -590,7 +596,115 @@ where
     }
 }
 
-/// A value as JSON text (SQLite's JSON columns).
-pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(json_error)
+/// A value as the database's JSON document.
+fn document<DB: Backend, T: Serialize + ?Sized>(value: &T) -> Result<DB::Document> {
+    serde_json::to_value(value)
+        .map(DB::document)
+        .map_err(json_error)
 }
+
+/// A stored JSON document as a value of its type.
+fn read_document<DB: Backend, T: DeserializeOwned>(stored: DB::Document) -> Result<T> {
+    let value = DB::read_document(stored).map_err(super::domain_error)?;
+    serde_json::from_value(value).map_err(json_error)
+}
+
+/// A list of names as JSON text (SQLite's list columns).
+pub(crate) fn json_text(items: &[String]) -> Result<String> {
+    serde_json::to_string(items).map_err(json_error)
+}
+
+/// `GroupStore` and `MergingGroupStore` for a store type with a `pool` of
+/// database `$db` and an optional `similarity` configuration: every
+/// operation is the shared statement set of [`GroupRows`].
+macro_rules! group_store_operations {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl tracelab_evidence::GroupStore for $store {
+            async fn record(
+                &self,
+                occ: &tracelab_evidence::Occurrence,
+            ) -> tracelab_evidence::Result<(
+                tracelab_evidence::FailureGroup,
+                tracelab_evidence::Observation,
+            )> {
+                $crate::groups::rows::GroupRows::<$db>::record(&self.pool, occ).await
+            }
+
+            async fn get(
+                &self,
+                key: &tracelab_evidence::GroupKey,
+            ) -> tracelab_evidence::Result<Option<tracelab_evidence::FailureGroup>> {
+                $crate::groups::rows::GroupRows::<$db>::get(&self.pool, key).await
+            }
+
+            async fn resolve(
+                &self,
+                key: &tracelab_evidence::GroupKey,
+                at: i64,
+                commit: Option<String>,
+            ) -> tracelab_evidence::Result<tracelab_evidence::FailureGroup> {
+                $crate::groups::rows::GroupRows::<$db>::update(&self.pool, key, |g| {
+                    g.resolve(at, commit)
+                })
+                .await
+            }
+
+            async fn mark_investigation(
+                &self,
+                key: &tracelab_evidence::GroupKey,
+                at: i64,
+                reason: tracelab_evidence::Reason,
+            ) -> tracelab_evidence::Result<tracelab_evidence::FailureGroup> {
+                $crate::groups::rows::GroupRows::<$db>::update(&self.pool, key, |g| {
+                    g.mark_investigation(at, reason)
+                })
+                .await
+            }
+
+            async fn page(
+                &self,
+                q: &tracelab_evidence::GroupQuery,
+            ) -> tracelab_evidence::Result<tracelab_evidence::GroupPage> {
+                $crate::groups::rows::GroupRows::<$db>::page(&self.pool, q).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::groups::MergingGroupStore for $store {
+            async fn record_similar(
+                &self,
+                occ: &tracelab_evidence::Occurrence,
+                profile: Option<&tracelab_evidence::similar::StackProfile>,
+            ) -> tracelab_evidence::Result<(
+                tracelab_evidence::FailureGroup,
+                tracelab_evidence::Observation,
+                Option<$crate::groups::MergeRecord>,
+            )> {
+                $crate::groups::rows::GroupRows::<$db>::record_similar(
+                    &self.pool,
+                    self.similarity.as_ref(),
+                    occ,
+                    profile,
+                )
+                .await
+            }
+
+            async fn merges(
+                &self,
+                group: &tracelab_evidence::GroupKey,
+            ) -> tracelab_evidence::Result<Vec<$crate::groups::MergeRecord>> {
+                $crate::groups::rows::GroupRows::<$db>::merges(&self.pool, group).await
+            }
+
+            async fn unmerge(
+                &self,
+                exact_key: &tracelab_evidence::GroupKey,
+                undo: &$crate::groups::Undo,
+            ) -> tracelab_evidence::Result<Option<$crate::groups::Unmerged>> {
+                $crate::groups::rows::GroupRows::<$db>::unmerge(&self.pool, exact_key, undo).await
+            }
+        }
+    };
+}
+pub(crate) use group_store_operations;
