@@ -98,7 +98,8 @@ pub struct Fleet {
     http: reqwest::Client,
 }
 
-/// This package's service binary `tracelab-<name>`. Cargo builds a package's
+/// This package's service binary `e2e-<name>` (the service crate's `main`,
+/// built by this package). Cargo builds a package's
 /// binaries before its integration tests, next to their `deps/` folder.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
@@ -106,7 +107,7 @@ pub fn binary(name: &str) -> PathBuf {
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target directory");
-    let path = dir.join(format!("tracelab-{name}"));
+    let path = dir.join(format!("e2e-{name}"));
     assert!(
         path.is_file(),
         "{} is missing: run the tests with `cargo test -p tracelab-e2e`",

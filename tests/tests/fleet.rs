@@ -505,7 +505,7 @@ async fn a_verifier_with_a_model_server_proves_the_llm_agents_fix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_verifier_told_to_use_a_model_without_one_refuses_to_start() {
     // Refused before it connects to anything.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracelab-verifier"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_e2e-verifier"))
         .args(["--set", "repair.mode=llm"])
         .output()
         .unwrap();

@@ -33,6 +33,7 @@ use tracelab_evidence::{
     GroupCursor, GroupKey, GroupQuery, GroupState, GroupStore, Language, MAX_PAGE,
 };
 use tracelab_service::tokens::TokenTable;
+use tracelab_store::groups::MergingGroupStore;
 use tracelab_store::groups::Undo;
 
 /// Who may read groups.
