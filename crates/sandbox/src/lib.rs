@@ -14,7 +14,7 @@
 //!
 //! With [`Isolation::None`] (the default) that is all: the command runs as the
 //! service's user, with its network, its files and its processes in view.
-//! With [`Isolation::Hardened`] the argv is wrapped (see `hardened.rs`) in
+//! With [`Isolation::Hardened`] the argv is wrapped (see `hardened/`) in
 //! bubblewrap or `unshare` (network, PID, IPC, UTS and mount namespaces),
 //! `setpriv` (a separate uid when the service is root) and `prlimit`
 //! (CPU, address space, processes, open files, file size), as far as the
