@@ -6,6 +6,7 @@ pub use crate::operator::Edit;
 use crate::operator::{Operator, token_swaps};
 use crate::scope::Scope;
 use crate::{bounds, guard, scope};
+use std::collections::HashMap;
 use tracelab_domain::Language;
 use tree_sitter::Node;
 
@@ -44,10 +45,11 @@ impl Walk<'_> {
         let mut out = Vec::new();
         let scope = scope::scope(self.language);
         let locals = scope.map_or_else(Vec::new, |s| s.locals(function, self.source));
+        let reads = scope.map_or_else(HashMap::new, |s| self.reads(function, s));
         let mut cursor = function.walk();
         let mut stack = vec![function];
         while let Some(node) = stack.pop() {
-            self.node(node, scope, &locals, &mut out);
+            self.node(node, scope, &locals, &reads, &mut out);
             stack.extend(node.children(&mut cursor));
         }
         let guards = guard::Guards {
@@ -61,7 +63,28 @@ impl Walk<'_> {
         out
     }
 
-    fn node(&self, node: Node, scope: Option<&Scope>, locals: &[String], out: &mut Vec<Edit>) {
+    /// How many times each name is read as a value inside `function`.
+    fn reads(&self, function: Node, scope: &Scope) -> HashMap<String, usize> {
+        let mut reads = HashMap::new();
+        let mut cursor = function.walk();
+        let mut stack = vec![function];
+        while let Some(node) = stack.pop() {
+            if node.kind() == "identifier" && scope.is_value_use(node) {
+                *reads.entry(self.text(node).to_string()).or_insert(0) += 1;
+            }
+            stack.extend(node.children(&mut cursor));
+        }
+        reads
+    }
+
+    fn node(
+        &self,
+        node: Node,
+        scope: Option<&Scope>,
+        locals: &[String],
+        reads: &HashMap<String, usize>,
+        out: &mut Vec<Edit>,
+    ) {
         let kind = node.kind();
         if self.kinds.binary.contains(&kind) {
             self.operator_tokens(node, out);
@@ -85,7 +108,7 @@ impl Walk<'_> {
             && !locals.is_empty()
             && scope.is_value_use(node)
         {
-            self.identifier(node, locals, out);
+            self.identifier(node, locals, reads, out);
         }
     }
 
@@ -247,17 +270,53 @@ impl Walk<'_> {
         }
     }
 
-    /// A use of a local replaced by the nearest other locals by name.
-    fn identifier(&self, node: Node, locals: &[String], out: &mut Vec<Edit>) {
+    /// A use of a local replaced by the nearest other locals by name. Two
+    /// swaps are never made, as a reviewer would reject them on sight: one
+    /// that leaves the replaced name unread in the function (its value
+    /// computed for nothing, or a parameter ignored), and one that makes an
+    /// operand or argument the same name as its sibling (`x == x`,
+    /// `isinstance(t, t)`, `check(sig, sig)`).
+    fn identifier(
+        &self,
+        node: Node,
+        locals: &[String],
+        reads: &HashMap<String, usize>,
+        out: &mut Vec<Edit>,
+    ) {
         let name = self.text(node);
-        if !locals.iter().any(|l| l == name) {
+        if !locals.iter().any(|l| l == name) || reads.get(name).is_some_and(|n| *n <= 1) {
             return;
         }
-        let mut others: Vec<&String> = locals.iter().filter(|l| *l != name).collect();
+        let siblings = self.operand_siblings(node);
+        let mut others: Vec<&String> = locals
+            .iter()
+            .filter(|l| *l != name && !siblings.contains(&l.as_str()))
+            .collect();
         others.sort_by_key(|l| (edit_distance(name, l), l.len()));
         for other in others.into_iter().take(NAMES_PER_USE) {
             out.push(self.edit(Operator::IdentifierSwap, node, other.clone()));
         }
+    }
+
+    /// The texts of the other operands of `node`'s binary expression, or
+    /// the other arguments of its call; empty elsewhere.
+    fn operand_siblings(&self, node: Node) -> Vec<&str> {
+        let Some(parent) = node.parent() else {
+            return Vec::new();
+        };
+        let is_arguments = parent.parent().is_some_and(|call| {
+            call.kind() == self.kinds.call
+                && call.child_by_field_name(self.kinds.call_arguments) == Some(parent)
+        });
+        if !is_arguments && !self.kinds.binary.contains(&parent.kind()) {
+            return Vec::new();
+        }
+        let mut cursor = parent.walk();
+        parent
+            .named_children(&mut cursor)
+            .filter(|n| n.id() != node.id())
+            .map(|n| self.text(n))
+            .collect()
     }
 }
 

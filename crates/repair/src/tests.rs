@@ -117,6 +117,39 @@ fn python_identifier_swap_prefers_close_names_and_never_self() {
 }
 
 #[test]
+fn python_identifier_swap_never_repeats_a_sibling_nor_leaves_a_name_unread() {
+    // Seen on real bugs: `isinstance(other, kinds)` → `isinstance(kinds, kinds)`
+    // (always true) and `return info` → `return version` (the parsed value
+    // computed for nothing) passed the failing test and broke untested behaviour.
+    let src = "def compare(version, other, kinds):\n    info = parse(version, kinds)\n    if not isinstance(other, kinds):\n        raise TypeError(other)\n    return info\n";
+    let c = propose(&[target("semver.py", src, &[3, 5])], "", 500);
+    let swaps: Vec<&str> = c
+        .iter()
+        .filter(|c| c.operator == Operator::IdentifierSwap)
+        .map(|c| c.description.as_str())
+        .collect();
+    assert!(!swaps.is_empty(), "other swaps remain");
+    assert!(
+        !c.iter()
+            .any(|c| c.content.contains("isinstance(kinds, kinds)")),
+        "an argument made the same as its sibling: {swaps:?}"
+    );
+    assert!(
+        !c.iter().any(|c| c.content.contains("parse(kinds, kinds)")),
+        "{swaps:?}"
+    );
+    assert!(
+        !swaps.iter().any(|d| d.starts_with("`info` →")),
+        "`info` is read once: swapping it away leaves it unread: {swaps:?}"
+    );
+    // A name read twice may still be swapped (the usual wrong-variable fix).
+    assert!(
+        swaps.iter().any(|d| d.starts_with("`other` →")),
+        "{swaps:?}"
+    );
+}
+
+#[test]
 fn python_none_guard_before_the_named_attribute() {
     let src = "def name_of(user):\n    profile = user.profile\n    return profile.name.title()\n";
     let failure = "AttributeError: 'NoneType' object has no attribute 'name'";
