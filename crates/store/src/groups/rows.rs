@@ -149,73 +149,65 @@ where
         row.as_ref().map(Self::from_row).transpose()
     }
 
+    /// `sql` with the columns of `g` bound as `$1`..`$17`, in [`group_columns!`] order.
+    fn with_columns(
+        sql: &'static str,
+        g: &FailureGroup,
+    ) -> Result<sqlx::query::Query<'static, DB, DB::Arguments>> {
+        let c = Columns::from_group(g)?;
+        let investigation = c
+            .investigation
+            .as_ref()
+            .map(document::<DB, _>)
+            .transpose()?;
+        Ok(sqlx::query::<DB>(sql)
+            .bind(c.key)
+            .bind(c.title)
+            .bind(c.kind)
+            .bind(c.language)
+            .bind(c.first_seen)
+            .bind(c.last_seen)
+            .bind(c.count)
+            .bind(DB::list("commits", c.commits)?)
+            .bind(DB::list("branches", c.branches)?)
+            .bind(DB::list("test_ids", c.test_ids)?)
+            .bind(c.status.to_string())
+            .bind(c.resolved_at)
+            .bind(c.resolved_commit)
+            .bind(c.regressions)
+            .bind(investigation)
+            .bind(c.version)
+            .bind(DB::list("repositories", c.repositories)?))
+    }
+
     /// Inserts `g`; false when a row with its key already exists.
     pub(crate) async fn insert(tx: &mut DB::Connection, g: &FailureGroup) -> Result<bool> {
-        let c = Columns::from_group(g)?;
-        let done = sqlx::query::<DB>(concat!(
-            "INSERT INTO failure_groups (",
-            group_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
-             ON CONFLICT (group_key) DO NOTHING"
-        ))
-        .bind(c.key)
-        .bind(c.title)
-        .bind(c.kind)
-        .bind(c.language)
-        .bind(c.first_seen)
-        .bind(c.last_seen)
-        .bind(c.count)
-        .bind(DB::list("commits", c.commits)?)
-        .bind(DB::list("branches", c.branches)?)
-        .bind(DB::list("test_ids", c.test_ids)?)
-        .bind(c.status.to_string())
-        .bind(c.resolved_at)
-        .bind(c.resolved_commit)
-        .bind(c.regressions)
-        .bind(
-            c.investigation
-                .as_ref()
-                .map(document::<DB, _>)
-                .transpose()?,
-        )
-        .bind(c.version)
-        .bind(DB::list("repositories", c.repositories)?)
+        let done = Self::with_columns(
+            concat!(
+                "INSERT INTO failure_groups (",
+                group_columns!(),
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+                 ON CONFLICT (group_key) DO NOTHING"
+            ),
+            g,
+        )?
         .execute(&mut *tx)
         .await
         .map_err(db_error::<DB>)?;
         Ok(DB::rows_affected(&done) == 1)
     }
 
-    /// Writes back every column the model may change. An update, not a
-    /// replace: the row keeps its profile and environment, which
-    /// `group_merges` and the listing refer to.
+    /// Writes back every column of the model (the key's title, kind and
+    /// language never change). An update, not a replace: the row keeps its
+    /// profile and environment, which `group_merges` and the listing refer to.
     pub(crate) async fn save(tx: &mut DB::Connection, g: &FailureGroup) -> Result<()> {
-        let c = Columns::from_group(g)?;
-        sqlx::query::<DB>(
-            "UPDATE failure_groups SET first_seen = $2, last_seen = $3, count = $4, commits = $5, \
-             branches = $6, test_ids = $7, status = $8, resolved_at = $9, resolved_commit = $10, \
-             regressions = $11, investigation = $12, version = $13, repositories = $14 \
-             WHERE group_key = $1",
-        )
-        .bind(c.key)
-        .bind(c.first_seen)
-        .bind(c.last_seen)
-        .bind(c.count)
-        .bind(DB::list("commits", c.commits)?)
-        .bind(DB::list("branches", c.branches)?)
-        .bind(DB::list("test_ids", c.test_ids)?)
-        .bind(c.status.to_string())
-        .bind(c.resolved_at)
-        .bind(c.resolved_commit)
-        .bind(c.regressions)
-        .bind(
-            c.investigation
-                .as_ref()
-                .map(document::<DB, _>)
-                .transpose()?,
-        )
-        .bind(c.version)
-        .bind(DB::list("repositories", c.repositories)?)
+        Self::with_columns(
+            "UPDATE failure_groups SET title = $2, kind = $3, language = $4, first_seen = $5, \
+             last_seen = $6, count = $7, commits = $8, branches = $9, test_ids = $10, \
+             status = $11, resolved_at = $12, resolved_commit = $13, regressions = $14, \
+             investigation = $15, version = $16, repositories = $17 WHERE group_key = $1",
+            g,
+        )?
         .execute(&mut *tx)
         .await
         .map_err(db_error::<DB>)?;
