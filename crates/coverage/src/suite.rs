@@ -161,9 +161,16 @@ impl PythonCommand {
     }
 
     /// The same runner and options over the whole suite (no selection):
-    /// Ochiai needs the passing tests too.
+    /// Ochiai needs the passing tests too, and the tests that cover a
+    /// function are all of them, so the options that stop at the first
+    /// failure (`-x`, `--maxfail`, `--failfast`) are dropped.
     pub fn whole_suite(&self) -> Self {
+        let runner = match self.runner {
+            Runner::Pytest => domain_runner::Runner::Pytest,
+            Runner::Unittest => domain_runner::Runner::Unittest,
+        };
         Self {
+            options: domain_runner::without_early_stop(runner, &self.options),
             selection: Vec::new(),
             ..self.clone()
         }

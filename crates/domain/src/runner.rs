@@ -129,6 +129,62 @@ struct RunnerOptions {
     selecting: &'static [&'static str],
 }
 
+/// `argv` without the runner's options that stop at the first failure
+/// (pytest `-x`, `--exitfirst`, `--maxfail N`, `--stepwise`; unittest
+/// `-f`, `--failfast`; go `-failfast`; jest `--bail`). A run that must see
+/// every selected test — a whole suite under coverage, the neighbour tests
+/// a fix must keep passing — would otherwise stop at a test that already
+/// failed before the fix and never run the ones after it.
+pub fn without_early_stop(runner: Runner, argv: &[String]) -> Vec<String> {
+    let (flags, valued): (&[&str], &[&str]) = match runner {
+        Runner::Pytest => (
+            &[
+                "-x",
+                "--exitfirst",
+                "--sw",
+                "--stepwise",
+                "--sw-skip",
+                "--stepwise-skip",
+            ],
+            &["--maxfail"],
+        ),
+        Runner::Unittest => (&["-f", "--failfast"], &[]),
+        Runner::GoTest => (&["-failfast", "--failfast"], &[]),
+        Runner::Jest => (&["--bail", "-b"], &[]),
+        Runner::CargoTest | Runner::Unknown => return argv.to_vec(),
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut args = argv.iter();
+    while let Some(arg) = args.next() {
+        let name = arg.split('=').next().unwrap_or(arg);
+        if flags.contains(&name) {
+            continue;
+        }
+        if valued.contains(&name) {
+            if !arg.contains('=') {
+                args.next();
+            }
+            continue;
+        }
+        // pytest's short flags bundle: `-xv` is `-x -v`.
+        if runner == Runner::Pytest
+            && arg.len() > 2
+            && !arg.starts_with("--")
+            && arg.starts_with('-')
+            && arg[1..].bytes().all(|b| b"xvsqlS".contains(&b))
+            && arg.contains('x')
+        {
+            let rest = arg.replace('x', "");
+            if rest.len() > 1 {
+                out.push(rest);
+            }
+            continue;
+        }
+        out.push(arg.clone());
+    }
+    out
+}
+
 const PYTEST_OPTIONS: RunnerOptions = RunnerOptions {
     with_value: &[
         "-p",
@@ -216,6 +272,36 @@ mod tests {
             detect(&argv("python3 -m unittest test_shop")),
             Runner::Unittest
         );
+    }
+
+    #[test]
+    fn early_stop_options_are_dropped_and_nothing_else() {
+        let w = |r, cmd: &str| without_early_stop(r, &argv(cmd));
+        assert_eq!(
+            w(
+                Runner::Pytest,
+                "python3 -m pytest -x -q --maxfail 2 --tb=short t.py"
+            ),
+            argv("python3 -m pytest -q --tb=short t.py")
+        );
+        assert_eq!(
+            w(
+                Runner::Pytest,
+                "pytest -xvs --maxfail=1 --exitfirst -rx t.py::a"
+            ),
+            argv("pytest -vs -rx t.py::a")
+        );
+        assert_eq!(w(Runner::Pytest, "pytest -x"), argv("pytest"));
+        assert_eq!(
+            w(Runner::Unittest, "python3 -m unittest -f -v test_shop"),
+            argv("python3 -m unittest -v test_shop")
+        );
+        assert_eq!(
+            w(Runner::GoTest, "go test -failfast ./..."),
+            argv("go test ./...")
+        );
+        assert_eq!(w(Runner::Jest, "npx jest --bail=1 a"), argv("npx jest a"));
+        assert_eq!(w(Runner::CargoTest, "cargo test -x"), argv("cargo test -x"));
     }
 
     #[test]

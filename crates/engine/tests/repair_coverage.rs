@@ -87,6 +87,27 @@ async fn a_test_file_that_does_not_import_does_not_hide_the_covering_test() {
     .await;
 }
 
+/// A test command that stops at its first failure (`-x`, as many projects'
+/// CI use) does not hide the covering test behind a test that already
+/// fails: the coverage run and the neighbour run drop `-x` (seen on real
+/// bugs: pytest -x stopped every coverage run of a project at a test file
+/// that does not import).
+#[tokio::test]
+async fn a_suite_that_stops_at_its_first_failure_does_not_hide_the_covering_test() {
+    let Some(sandboxes) = local_sandboxes() else {
+        return;
+    };
+    rejects_the_edit_by_coverage_of(
+        sandboxes,
+        &[(
+            "test_aaa_broken.py",
+            "def test_broken_before_any_fix():\n    assert False\n",
+        )],
+        "python3 -m pytest -x -q -p no:cacheprovider test_offset.py::test_offset",
+    )
+    .await;
+}
+
 /// The same in the Docker sandbox: the base image carries coverage.py, so
 /// the fleet's verifiers find covering tests too.
 #[tokio::test]
@@ -116,6 +137,20 @@ async fn in_the_docker_sandbox_too() {
 
 /// `extra` files are committed beside the app and its two tests.
 async fn rejects_the_edit_by_coverage(sandboxes: Arc<dyn SandboxProvider>, extra: &[(&str, &str)]) {
+    rejects_the_edit_by_coverage_of(
+        sandboxes,
+        extra,
+        "python3 -m pytest -q -p no:cacheprovider test_offset.py::test_offset",
+    )
+    .await;
+}
+
+/// The same with the user's `test_command`.
+async fn rejects_the_edit_by_coverage_of(
+    sandboxes: Arc<dyn SandboxProvider>,
+    extra: &[(&str, &str)],
+    test_command: &str,
+) {
     let mut repo = FixtureRepo::new();
     let mut files = vec![
         ("app.py", APP),
@@ -139,8 +174,7 @@ async fn rejects_the_edit_by_coverage(sandboxes: Arc<dyn SandboxProvider>, extra
     let report = engine
         .investigate(InvestigateRequest {
             repo: repo.path().to_path_buf(),
-            test_command: "python3 -m pytest -q -p no:cacheprovider test_offset.py::test_offset"
-                .into(),
+            test_command: test_command.into(),
             good: None,
             bad: None,
             issue_id: Some("T-1".into()),

@@ -143,6 +143,9 @@ pub(super) fn neighbour_spec(
     if argv == ctx.test.argv || Some(argv.clone()) == classification.isolated_command(&ctx.test) {
         return None;
     }
+    // Every neighbour must run: one that already failed before the fix
+    // must not stop the run before the ones the fix may break.
+    let argv = runner::without_early_stop(ctx.test.runner, &argv);
     Some((shell_words::join(&argv), ctx.spec(&argv, &[])))
 }
 
