@@ -424,9 +424,11 @@ mod tests {
         assert_eq!(c.python, "python3");
         assert_eq!(c.options, argv("-x -p no:randomly"));
         assert_eq!(c.selection, argv("tests/test_a.py::test_x -k fast"));
+        // The whole suite runs to the end: `-x` would stop it at the
+        // first failure and hide the tests after it.
         assert_eq!(
             c.whole_suite().argv(),
-            argv("python3 -m pytest -x -p no:randomly")
+            argv("python3 -m pytest -p no:randomly")
         );
         assert_eq!(
             c.only(&["t.py::a".into()]).argv(),
