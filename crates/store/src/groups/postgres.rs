@@ -1,4 +1,4 @@
-//! [`GroupStore`] on PostgreSQL (`failure_groups`, migration 0005), the
+//! [`GroupStore`](tracelab_evidence::GroupStore) on PostgreSQL (`failure_groups`, migration 0005), the
 //! fleet's store; the statements are shared with SQLite (`rows.rs`).
 //!
 //! Each write runs in one transaction: lock the group's row (`SELECT ...

@@ -3,9 +3,10 @@
 //! in its locked (or new) group, the listing, and similar-issue merging with
 //! its undo. The statements are the same text for both (`$n` parameters,
 //! which SQLite reads too, numbered in order of first use); what differs is
-//! behind [`GroupBackend`]: how a list of names and a JSON document are
-//! stored (`TEXT[]` and `JSONB`, or JSON text), the byte-order collation,
-//! row locks, and whether evidence rows exist to follow an undone merge.
+//! behind [`GroupBackend`]: how a list of names is stored (`TEXT[]`, or
+//! JSON text), the byte-order collation, row locks, and whether evidence
+//! rows exist to follow an undone merge. JSON documents (`JSONB`, or text)
+//! are the store's [`Backend::Document`].
 
 use super::columns::{Columns, group_columns, language_name, page_rows, status_name};
 use super::merges::{MAX_CANDIDATES, MergeRecord, Undo, Unmerged, json_error, similar_group};

@@ -1,4 +1,4 @@
-//! [`GroupStore`] on SQLite (`failure_groups`, migration 0002), the
+//! [`GroupStore`](tracelab_evidence::GroupStore) on SQLite (`failure_groups`, migration 0002), the
 //! embedded mode's store; the statements are shared with PostgreSQL
 //! (`rows.rs`). SQLite has one writer at a time: each write runs in a
 //! `BEGIN IMMEDIATE` transaction, which takes the write lock before reading
@@ -6,7 +6,7 @@
 //! SQLITE_BUSY when another writer got in between). Lists and JSON
 //! documents are stored as JSON text.
 //!
-//! With [`SqliteGroupStore::merging`], [`MergingGroupStore::record_similar`]
+//! With [`SqliteGroupStore::merging`], [`MergingGroupStore::record_similar`](super::MergingGroupStore::record_similar)
 //! merges a new exact key into the most similar known group by the
 //! PostgreSQL store's rule (`merges.rs`), recording the score and matched
 //! frames in `group_merges` (migration 0004), in the same transaction.
