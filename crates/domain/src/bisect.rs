@@ -63,6 +63,18 @@ impl Bits {
     fn count(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
+    /// The summed weights of the members of `self ∩ other`.
+    fn mass(&self, other: &Bits, weights: &[f64]) -> f64 {
+        let mut sum = 0.0;
+        for (w, (a, b)) in self.0.iter().zip(&other.0).enumerate() {
+            let mut word = a & b;
+            while word != 0 {
+                sum += weights[w * 64 + word.trailing_zeros() as usize];
+                word &= word - 1;
+            }
+        }
+        sum
+    }
     fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.0.len() * 64).filter(|i| self.get(*i))
     }
@@ -71,6 +83,10 @@ impl Bits {
 /// Largest candidate window searched as a graph; larger windows should be
 /// narrowed by the caller (e.g. to the first-parent chain).
 pub const MAX_GRAPH_CANDIDATES: usize = 20_000;
+
+/// Largest window split by prior mass ([`CulpritSearch::with_prior`]): the
+/// mass of every candidate's ancestors is summed each round.
+pub const MAX_WEIGHTED_CANDIDATES: usize = 4_096;
 
 /// What a probe at one revision showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -96,9 +112,14 @@ pub enum SearchOutcome {
 pub struct CulpritSearch {
     /// Ancestors of each candidate within the candidate set, the commit included.
     ancestors: Vec<Bits>,
+    /// Each candidate's parents within the candidates.
+    parents: Vec<Vec<usize>>,
     remaining: Bits,
     results: Vec<Option<ProbeResult>>,
     rounds: u32,
+    /// Relative prior probability of each candidate being the culprit
+    /// ([`CulpritSearch::with_prior`]); `None` splits by counts.
+    prior: Option<Vec<f64>>,
 }
 
 impl CulpritSearch {
@@ -133,13 +154,40 @@ impl CulpritSearch {
         results[n - 1] = Some(ProbeResult::Bad);
         let mut search = Self {
             ancestors,
+            parents: parents.to_vec(),
             remaining: Bits::full(n),
             results,
             rounds: 0,
+            prior: None,
         };
         let tip = search.ancestors[n - 1].clone();
         search.remaining.intersect_with(&tip);
         Ok(search)
+    }
+
+    /// Splits the candidates by prior probability mass instead of by
+    /// count: a candidate the evidence points at gets its own part as soon as
+    /// its mass is about a (k+1)-th of what remains, so a right prior ends
+    /// the search in a round or two. The answer does not depend on it — the
+    /// search still ends only where a good revision's child is bad — only
+    /// the number of rounds does, and a wrong prior costs about one round
+    /// while it carries at most half the mass. Windows above
+    /// [`MAX_WEIGHTED_CANDIDATES`] keep the count split.
+    pub fn with_prior(mut self, weights: Vec<f64>) -> Result<Self> {
+        if weights.len() != self.len() {
+            return Err(Error::invalid(format!(
+                "{} prior weights for {} candidates",
+                weights.len(),
+                self.len()
+            )));
+        }
+        if weights.iter().any(|w| !w.is_finite() || *w <= 0.0) {
+            return Err(Error::invalid("prior weights must be positive and finite"));
+        }
+        if self.len() <= MAX_WEIGHTED_CANDIDATES {
+            self.prior = Some(weights);
+        }
+        Ok(self)
     }
 
     pub fn len(&self) -> usize {
@@ -168,6 +216,13 @@ impl CulpritSearch {
         if self.outcome().is_some() {
             return Vec::new();
         }
+        if let Some(prior) = &self.prior {
+            let chosen = self.weighted_probes(k, prior);
+            if !chosen.is_empty() {
+                self.rounds += 1;
+                return chosen;
+            }
+        }
         let n = self.remaining();
         let mut weighted: Vec<(usize, usize)> = self
             .probeable()
@@ -192,6 +247,58 @@ impl CulpritSearch {
         }
         chosen.sort_unstable();
         self.rounds += 1;
+        chosen
+    }
+
+    /// The probes for a round under a prior. A suspect holding at least a
+    /// (k+1)-th of the remaining mass is isolated: it and its parents are
+    /// probed together (bad at the suspect and good at its parents ends the
+    /// search), when they fit in the round. The other probes (all of them
+    /// otherwise) cut the remaining mass at `1/(k+1), 2/(k+1), …`, the
+    /// counterpart of [`split_targets`] by mass.
+    fn weighted_probes(&self, k: usize, prior: &[f64]) -> Vec<usize> {
+        let total = self.remaining.mass(&self.remaining, prior);
+        let below: Vec<(usize, f64)> = self
+            .probeable()
+            .map(|i| (i, self.ancestors[i].mass(&self.remaining, prior)))
+            // A probe that every remaining candidate precedes tells nothing.
+            .filter(|&(_, m)| m < total * (1.0 - 1e-9))
+            .collect();
+        let k = k.max(1).min(below.len());
+        let mut chosen: Vec<usize> = Vec::with_capacity(k);
+        let suspect = self
+            .remaining
+            .iter()
+            .max_by(|a, b| prior[*a].total_cmp(&prior[*b]).then(b.cmp(a)));
+        if let Some(s) = suspect.filter(|&s| prior[s] * (k + 1) as f64 >= total) {
+            let isolating: Vec<usize> = std::iter::once(s)
+                .chain(self.parents[s].iter().copied())
+                .filter(|c| below.iter().any(|(i, _)| i == c))
+                .collect();
+            if !isolating.is_empty() && isolating.len() <= k {
+                chosen = isolating;
+            }
+        }
+        for j in 1..=k {
+            if chosen.len() == k {
+                break;
+            }
+            let target = total * j as f64 / (k + 1) as f64;
+            let best = below
+                .iter()
+                .filter(|(i, _)| !chosen.contains(i))
+                .min_by(|a, b| {
+                    (a.1 - target)
+                        .abs()
+                        .total_cmp(&(b.1 - target).abs())
+                        .then(a.0.cmp(&b.0))
+                })
+                .map(|&(i, _)| i);
+            if let Some(i) = best {
+                chosen.push(i);
+            }
+        }
+        chosen.sort_unstable();
         chosen
     }
 
@@ -378,6 +485,106 @@ mod tests {
         assert!(mean < 4.8, "mean rounds {mean}");
     }
 
+    /// Rounds of a search over a linear history with `prior`, checked right.
+    fn rounds_with_prior(n: usize, k: usize, culprit: usize, prior: Vec<f64>) -> u32 {
+        let mut s = CulpritSearch::new(&linear(n))
+            .unwrap()
+            .with_prior(prior)
+            .unwrap();
+        while s.outcome().is_none() {
+            let round = s.next_probes(k);
+            assert!(!round.is_empty(), "search stalled");
+            for i in round {
+                let r = if i >= culprit {
+                    ProbeResult::Bad
+                } else {
+                    ProbeResult::Good
+                };
+                s.record(i, r).unwrap();
+            }
+        }
+        assert_eq!(s.outcome(), Some(SearchOutcome::Culprit(culprit)));
+        s.rounds()
+    }
+
+    /// Half the mass on `suspect`, the rest spread evenly.
+    fn pointing_at(n: usize, suspect: usize) -> Vec<f64> {
+        let mut w = vec![1.0; n];
+        w[suspect] += n as f64;
+        w
+    }
+
+    #[test]
+    fn a_right_prior_finds_the_culprit_in_one_or_two_rounds() {
+        let n = 121;
+        for k in [1, 2, 4] {
+            for culprit in 0..n - 1 {
+                let rounds = rounds_with_prior(n, k, culprit, pointing_at(n, culprit));
+                let most = if k == 1 { 3 } else { 2 };
+                assert!(rounds <= most, "k={k} culprit={culprit}: {rounds} rounds");
+            }
+        }
+        // k = 2: the suspect's parent and the suspect in the same round.
+        let mut s = CulpritSearch::new(&linear(n))
+            .unwrap()
+            .with_prior(pointing_at(n, 77))
+            .unwrap();
+        assert_eq!(s.next_probes(2), vec![76, 77]);
+    }
+
+    #[test]
+    fn a_wrong_prior_costs_at_most_one_round_and_never_the_answer() {
+        let n = 121;
+        for k in [1, 2, 4] {
+            let worst = rounds_for_linear(n, k);
+            let (mut with_wrong, mut uniform) = (0, 0);
+            for culprit in 0..n - 1 {
+                let suspect = (culprit * 37 + 11) % (n - 1);
+                let suspect = if suspect == culprit {
+                    (suspect + 1) % (n - 1)
+                } else {
+                    suspect
+                };
+                let rounds = rounds_with_prior(n, k, culprit, pointing_at(n, suspect));
+                assert!(
+                    rounds <= worst + 1,
+                    "k={k} culprit={culprit}: {rounds} rounds"
+                );
+                with_wrong += rounds;
+                uniform += run(&linear(n), k, |i| i >= culprit, &[]).1;
+            }
+            assert!(
+                with_wrong <= uniform + (n as u32 - 1),
+                "k={k}: {with_wrong} rounds against {uniform} without a prior"
+            );
+        }
+    }
+
+    #[test]
+    fn a_prior_spread_over_a_few_suspects_still_helps() {
+        let n = 121;
+        let k = 2;
+        let (mut guided, mut uniform) = (0, 0);
+        for culprit in (3..n - 1).step_by(5) {
+            // The culprit among three suspects of equal weight.
+            let mut w = vec![1.0; n];
+            for s in [culprit, culprit / 2, (culprit + 40) % (n - 1)] {
+                w[s] += n as f64 / 3.0;
+            }
+            guided += rounds_with_prior(n, k, culprit, w);
+            uniform += run(&linear(n), k, |i| i >= culprit, &[]).1;
+        }
+        assert!(guided < uniform, "{guided} rounds against {uniform}");
+    }
+
+    #[test]
+    fn a_prior_must_fit_the_candidates() {
+        let s = CulpritSearch::new(&linear(5)).unwrap();
+        assert!(s.clone().with_prior(vec![1.0; 4]).is_err());
+        assert!(s.clone().with_prior(vec![1.0, 0.0, 1.0, 1.0, 1.0]).is_err());
+        assert!(s.with_prior(vec![1.0, f64::NAN, 1.0, 1.0, 1.0]).is_err());
+    }
+
     #[test]
     fn routes_around_untestable_commits() {
         // Commits 3..=11 fail differently (an import error); the culprit is 15.
@@ -438,6 +645,41 @@ mod tests {
         ];
         let (outcome, _, _) = run(&parents, 2, |i| i >= 6, &[]);
         assert_eq!(outcome, SearchOutcome::Culprit(6));
+    }
+
+    #[test]
+    fn a_prior_guides_the_search_through_merges() {
+        let parents = vec![
+            vec![],
+            vec![0],
+            vec![1],
+            vec![1],
+            vec![3],
+            vec![4],
+            vec![2, 5],
+            vec![6],
+        ];
+        let bad = |i: usize| [4, 5, 6, 7].contains(&i);
+        for suspect in 0..7 {
+            let mut w = vec![1.0; 8];
+            w[suspect] += 8.0;
+            let mut s = CulpritSearch::new(&parents).unwrap().with_prior(w).unwrap();
+            while s.outcome().is_none() {
+                for i in s.next_probes(2) {
+                    let r = if bad(i) {
+                        ProbeResult::Bad
+                    } else {
+                        ProbeResult::Good
+                    };
+                    s.record(i, r).unwrap();
+                }
+            }
+            assert_eq!(
+                s.outcome(),
+                Some(SearchOutcome::Culprit(4)),
+                "suspect {suspect}"
+            );
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod runner;
 pub mod sequential;
 pub mod signature;
 pub mod state;
+pub mod suspicion;
 pub mod vectors;
 pub mod verdict;
 pub mod webhook;

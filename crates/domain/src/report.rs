@@ -85,6 +85,20 @@ pub struct BisectSummary {
     /// timeline a reviewer reads (and the dashboard draws).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeRecord>,
+    /// The commits the failure pointed at, which the search probed around
+    /// first ([`crate::suspicion`]): best first, with each one's share of
+    /// the evidence. They order the probes; the answer is still the commit
+    /// whose parent passes and which fails.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pointed_at: Vec<PointedCommit>,
+}
+
+/// A commit the failure's frames and tests named ([`BisectSummary::pointed_at`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointedCommit {
+    pub commit: String,
+    /// Its share of the evidence, 0–1.
+    pub share: f64,
 }
 
 /// One revision the culprit search judged.
@@ -237,6 +251,19 @@ impl Report {
                 "\n## Culprit search\n\n{} candidate commits, {} rounds, {} test runs, {} at once, confidence {:.3}",
                 b.candidates, b.rounds, b.test_runs, b.parallelism, b.confidence
             );
+            if let Some(first) = b.pointed_at.first() {
+                let _ = writeln!(
+                    md,
+                    "\nThe failure's frames and tests pointed at {} ({:.0}% of the evidence){}: the search probed around it first (the order of the probes, not the answer).",
+                    &first.commit[..12.min(first.commit.len())],
+                    first.share * 100.0,
+                    match b.culprit.as_ref() {
+                        Some(c) if c.commit == first.commit => ", the culprit",
+                        Some(_) => ", not the culprit",
+                        None => "",
+                    }
+                );
+            }
             if !b.untestable.is_empty() {
                 let _ = writeln!(
                     md,

@@ -92,6 +92,51 @@ impl Git {
         run_git(&self.repo, args).await
     }
 
+    /// Runs git and returns at most `limit` bytes of its output (whole
+    /// lines); git is stopped once the limit is reached.
+    pub async fn read_limited(&self, args: &[&str], limit: usize) -> Result<String> {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let mut child = Command::new("git")
+            .args([
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-C",
+            ])
+            .arg(&self.repo)
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::internal("git's output was not captured"))?;
+        let mut reader = BufReader::new(stdout);
+        let mut out = Vec::new();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .await
+                .map_err(|e| Error::unavailable(format!("cannot read git's output: {e}")))?;
+            if n == 0 || out.len() + n > limit {
+                break;
+            }
+            out.extend_from_slice(&line);
+        }
+        drop(reader);
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// Resolves a revision to a full commit sha.
     pub async fn resolve(&self, rev: &str) -> Result<String> {
         if rev.starts_with('-') {

@@ -15,6 +15,7 @@ pub mod agents;
 pub mod classification;
 pub mod config;
 pub mod context;
+pub mod focus;
 pub mod git;
 pub mod investigate;
 pub mod journal;

@@ -1242,3 +1242,57 @@ async fn a_culprit_file_rewritten_since_is_left_out_of_its_revert_and_named() {
         winner.status_reason
     );
 }
+
+#[tokio::test]
+async fn the_failure_points_the_search_at_the_commit_that_changed_what_the_test_calls() {
+    // 40 commits, all editing app.py; the failing test calls `add`, which
+    // commit 29 broke: with two probes a round, the suspect and its parent
+    // are probed together and the search ends in one round.
+    let s = scenarios::regression_the_test_names(40, 29, None);
+    let (engine, _) = engine(|c| c.parallelism = 2).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    let culprit = s.culprit.as_deref().unwrap();
+    assert_eq!(report.culprit.as_ref().unwrap().commit.commit, culprit);
+    let bisect = report.bisect.as_ref().unwrap();
+    assert_eq!(
+        bisect.pointed_at[0].commit, culprit,
+        "{:?}",
+        bisect.pointed_at
+    );
+    assert!(bisect.pointed_at[0].share > 0.9, "{:?}", bisect.pointed_at);
+    let search_rounds: Vec<u32> = bisect
+        .probes
+        .iter()
+        .filter(|p| p.position.is_some() && !p.reused)
+        .map(|p| p.round)
+        .collect();
+    assert!(
+        search_rounds.iter().all(|r| *r == search_rounds[0]),
+        "one round of the search: {:?}",
+        bisect.probes
+    );
+    assert!(
+        report.to_markdown().contains("pointed at"),
+        "{}",
+        report.to_markdown()
+    );
+}
+
+#[tokio::test]
+async fn a_misleading_focus_costs_rounds_never_the_answer() {
+    // Commit 8 edits `add` harmlessly, commit 31 breaks it: the failure
+    // points at both, and the search still ends at the one whose parent passes.
+    let s = scenarios::regression_the_test_names(40, 31, Some(8));
+    let (engine, _) = engine(|c| c.parallelism = 2).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    let culprit = s.culprit.as_deref().unwrap();
+    assert_eq!(report.culprit.as_ref().unwrap().commit.commit, culprit);
+    let bisect = report.bisect.as_ref().unwrap();
+    assert_eq!(bisect.pointed_at.len(), 2, "{:?}", bisect.pointed_at);
+    assert!(bisect.pointed_at.iter().any(|p| p.commit == culprit));
+    assert_eq!(bisect.confidence, 1.0);
+}

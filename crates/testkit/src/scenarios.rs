@@ -685,3 +685,58 @@ pub fn regression_turning_flaky_without_a_fix(commits: usize, culprit_at: usize)
         Vec::new(),
     )
 }
+
+/// A regression the failing test names: `test_app.py::test_add` calls
+/// `add`, which `culprit_at` breaks. Every other commit edits `app.py` too
+/// (`scale`, with the revision in a comment), so only the function a change
+/// sits in tells the culprit apart; with `decoy_at`, that earlier commit
+/// edits `add`'s body harmlessly (a comment), so the failure points at two
+/// commits. Runs with pytest.
+pub fn regression_the_test_names(
+    commits: usize,
+    culprit_at: usize,
+    decoy_at: Option<usize>,
+) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at < commits);
+    assert!(decoy_at.is_none_or(|d| d >= 1 && d < culprit_at));
+    let app = |i: usize| {
+        let mut add = String::from("def add(a, b):\n");
+        if decoy_at.is_some_and(|d| i >= d) {
+            add.push_str("    # Integers and floats alike.\n");
+        }
+        if i >= culprit_at {
+            add.push_str("    if a < 10 and b < 10:\n        return a + b + (1 if a == b else 0)\n");
+        }
+        add.push_str("    return a + b\n");
+        format!(
+            "{add}\n\ndef scale(x, factor):\n    # Revised in change {i}.\n    return x * factor\n"
+        )
+    };
+    let test = "from app import add\n\n\ndef test_add():\n    result = add(2, 2)\n    assert result == 4, f\"add(2, 2) returned {result}\"\n";
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Initial calculator",
+        &[("app.py", &app(0)), ("test_app.py", test)],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        let message = if i == culprit_at {
+            "Fast path for small numbers in add".to_string()
+        } else if decoy_at == Some(i) {
+            "Document what add accepts".to_string()
+        } else {
+            format!("Revise scale ({i})")
+        };
+        let sha = repo.commit(&message, &[("app.py", &app(i))]);
+        if i == culprit_at {
+            culprit = Some(sha);
+        }
+    }
+    Scenario::finish(
+        repo,
+        "python3 -m pytest -q -p no:cacheprovider test_app.py",
+        root,
+        culprit,
+        Vec::new(),
+    )
+}

@@ -4,15 +4,17 @@
 //! given.
 
 use crate::context::Context;
+use crate::focus::SearchFocus;
 use crate::journal::SearchJournal;
 use crate::overlay::Overlay;
 use crate::probe::{Judged, run_judged_overlaid};
 use futures::future::join_all;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tracelab_domain::bisect::{CulpritSearch, MAX_GRAPH_CANDIDATES, ProbeResult, SearchOutcome};
 use tracelab_domain::experiment::Outcome;
 use tracelab_domain::oracle::is_test_path;
-use tracelab_domain::report::{BisectSummary, OracleMode, ProbeRecord};
+use tracelab_domain::report::{BisectSummary, OracleMode, PointedCommit, ProbeRecord};
 use tracelab_domain::sequential::{RateDecision, RateTest, passes_to_trust};
 use tracelab_domain::signature::FailureSignature;
 use tracelab_domain::{Error, Result};
@@ -40,6 +42,9 @@ pub struct FlakeModel {
     pub oracle_note: Option<String>,
     /// Already the stricter model of a re-test ([`FlakeModel::stricter`]).
     pub strict: bool,
+    /// What the failure points at: the search probes around the commits
+    /// that changed it first ([`crate::focus`]).
+    pub focus: Option<Arc<SearchFocus>>,
 }
 
 impl FlakeModel {
@@ -55,6 +60,7 @@ impl FlakeModel {
             provisional: false,
             oracle_note: None,
             strict: false,
+            focus: None,
         }
     }
 
@@ -66,6 +72,11 @@ impl FlakeModel {
         strict.passes_needed = passes_to_trust(strict.failure_rate, strict.miss, strict.cap);
         strict.strict = true;
         strict
+    }
+
+    pub fn with_focus(mut self, focus: Option<Arc<SearchFocus>>) -> Self {
+        self.focus = focus;
+        self
     }
 
     pub fn with_overlay(mut self, overlay: Option<Overlay>) -> Self {
@@ -615,6 +626,39 @@ pub async fn find_culprit(
         .collect();
     summary.candidates = commits.len();
     let mut search = CulpritSearch::new(&parents)?;
+    if let Some(focus) = &model.focus {
+        let shas: Vec<String> = commits.iter().map(|c| c.sha.clone()).collect();
+        if let Some((prior, used)) = focus.prior(ctx, &good, &shas).await {
+            summary.pointed_at = prior
+                .ranked()
+                .into_iter()
+                .take(3)
+                .map(|(i, share)| PointedCommit {
+                    commit: shas[i].clone(),
+                    share,
+                })
+                .collect();
+            if let Some(first) = summary.pointed_at.first() {
+                ctx.progress.report(&format!(
+                    "the failure's frames and tests point at {} ({:.0}% of the evidence, {} commits named): probing around it first",
+                    short(&first.commit),
+                    first.share * 100.0,
+                    prior.scores.iter().filter(|s| **s > 0.0).count()
+                ));
+            }
+            tracing::debug!(
+                focus = ?used,
+                top = ?prior
+                    .ranked()
+                    .iter()
+                    .take(8)
+                    .map(|&(i, share)| (short(&shas[i]).to_string(), i, prior.scores[i], share))
+                    .collect::<Vec<_>>(),
+                "culprit search prior"
+            );
+            search = search.with_prior(prior.weights)?;
+        }
+    }
     for (rev, report) in &known {
         if let Some(&i) = index.get(rev.as_str())
             && report.result != ProbeResult::Good

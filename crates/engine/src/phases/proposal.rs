@@ -8,9 +8,11 @@ use crate::agents::code_path;
 use crate::agents::git_history::{self, FlakeModel, HistoryFinding};
 use crate::agents::test_behaviour::{self, Classification, Reproducer};
 use crate::context::Context;
+use crate::focus::{self, SearchFocus};
 use crate::oracle;
 use crate::overlay::Overlay;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tracelab_domain::Result;
 use tracelab_domain::bisect::ProbeResult;
 use tracelab_domain::experiment::RunCounts;
@@ -304,6 +306,10 @@ async fn propose_classified(
         } else {
             seed
         };
+        if let Some(output) = classification.baseline_output.as_deref() {
+            let focus = focus::failure_focus(ctx, output).await;
+            model.focus = Some(Arc::new(SearchFocus::new(focus)));
+        }
         let mut finding = git_history::find_culprit(ctx, good.clone(), &model, seed).await?;
         finding.summary.good_flaky = good_flaky;
         Ok(Some((finding, model)))

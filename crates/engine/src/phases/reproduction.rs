@@ -6,9 +6,11 @@ use crate::agents::code_path;
 use crate::agents::git_history::{self, FlakeModel, HistoryFinding};
 use crate::agents::test_behaviour::{Classification, Reproducer, SearchEnded};
 use crate::context::Context;
+use crate::focus::{self, SearchFocus};
 use crate::oracle;
 use crate::overlay::Overlay;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tracelab_domain::bisect::ProbeResult;
 use tracelab_domain::report::Suspect;
 use tracelab_domain::sequential::MAX_RUNS_CAP;
@@ -83,17 +85,24 @@ async fn early_search(
             files,
         })
     };
+    let focus = Arc::new(SearchFocus::new(focus::failure_focus(ctx, output).await));
     let mut model = FlakeModel::new(
         1.0,
         ctx.config.good_miss_probability,
         MAX_RUNS_CAP,
         baseline,
     )
-    .with_overlay(overlay);
+    .with_overlay(overlay)
+    .with_focus(Some(focus.clone()));
     model.provisional = true;
     if let Some(g) = &good {
-        let report = git_history::probe_good(ctx, g, &mut model).await.ok()?;
-        if report.result != ProbeResult::Good {
+        // The range's changes are read while the good revision runs.
+        let (report, _) = futures::future::join(
+            git_history::probe_good(ctx, g, &mut model),
+            focus.read_range(ctx, g),
+        )
+        .await;
+        if report.ok()?.result != ProbeResult::Good {
             return None;
         }
     }

@@ -1,0 +1,598 @@
+//! What the first failure points at, turned into the culprit search's prior
+//! ([`tracelab_domain::suspicion`]): the failure's application frames and
+//! failing tests — with the functions each failing test calls, read from
+//! its file at the bad revision — against what each candidate commit
+//! changed outside test files (one `git log -p -U0` over the range).
+//!
+//! Everything here is best effort: an unreadable test file, an unknown
+//! runner or a `git log` that fails leaves a weaker focus or no prior, and
+//! the search splits by counts as before.
+
+use crate::context::Context;
+use crate::git::Git;
+use crate::oracle::relative_to_worktrees;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::Mutex;
+use tracelab_code_index::extract::parse_file;
+use tracelab_domain::Language;
+use tracelab_domain::oracle::is_test_path;
+use tracelab_domain::suspicion::{
+    Change, CommitPrior, Focus, commit_prior, identifiers, strength, through_calls,
+};
+use tracelab_evidence::test_run::TestRun;
+
+/// Failing tests whose bodies are read for the functions they call.
+const MAX_TESTS_READ: usize = 5;
+
+/// `git log -p` output read at most (a window with huge vendored commits
+/// keeps what it read: the rest of its commits get no evidence).
+const MAX_LOG_BYTES: usize = 32 << 20;
+
+/// Changed files parsed at the bad revision for their calls, and the
+/// largest one.
+const MAX_FILES_PARSED: usize = 40;
+const MAX_FILE_PARSED: usize = 512 << 10;
+
+/// The best-scored commits whose hunks are placed in functions by parsing,
+/// and the files read per commit.
+const MAX_COMMITS_PLACED: usize = 12;
+const MAX_FILES_PER_COMMIT: usize = 4;
+
+/// Changed lines per commit whose identifiers are read.
+const MAX_LINES_READ: usize = 4_000;
+
+/// `git log`'s hunk headers name the enclosing function with git's own
+/// language drivers (attributes passed by `core.attributesFile`).
+const DIFF_DRIVERS: &str = "*.py diff=python\n*.rs diff=rust\n*.go diff=golang\n\
+*.java diff=java\n*.kt diff=kotlin\n*.rb diff=ruby\n*.cs diff=csharp\n*.php diff=php\n\
+*.c diff=cpp\n*.h diff=cpp\n*.cc diff=cpp\n*.cpp diff=cpp\n*.hpp diff=cpp\n";
+
+/// The focus of one failure and, once read, what a search range changed.
+#[derive(Debug)]
+pub struct SearchFocus {
+    pub focus: Focus,
+    range: Mutex<Option<RangeEvidence>>,
+}
+
+/// What the candidates between one good revision and bad changed, and the
+/// focus followed through the calls of the code they changed.
+#[derive(Debug, Clone)]
+struct RangeEvidence {
+    good: String,
+    changes: Arc<HashMap<String, Change>>,
+    focus: Arc<Focus>,
+}
+
+impl SearchFocus {
+    pub fn new(focus: Focus) -> Self {
+        Self {
+            focus,
+            range: Mutex::new(None),
+        }
+    }
+
+    /// Reads what the candidates after `good` changed, once per `good`:
+    /// `git log` over the range, then the changed files at the bad revision
+    /// for their calls. `None` when `git log` failed.
+    pub async fn read_range(&self, ctx: &Context, good: &str) -> Option<()> {
+        self.evidence(ctx, good).await.map(|_| ())
+    }
+
+    async fn evidence(&self, ctx: &Context, good: &str) -> Option<RangeEvidence> {
+        let mut cached = self.range.lock().await;
+        if let Some(e) = cached.as_ref().filter(|e| e.good == good) {
+            return Some(e.clone());
+        }
+        let workspace = ctx.pool.workspace();
+        let git = workspace.git();
+        let LogRead {
+            mut changes,
+            files,
+            hunks,
+        } = read_changes(git, workspace.root(), good, &ctx.bad)
+            .await
+            .ok()?;
+        let calls = read_calls(git, &ctx.bad, &files).await;
+        let focus = through_calls(&self.focus, &calls);
+        // The best-scored commits' hunks are placed in the functions they
+        // really changed before the final scores.
+        let shas: Vec<&String> = changes.keys().collect();
+        let per_commit: Vec<Change> = shas.iter().map(|s| changes[*s].clone()).collect();
+        let mut leaders: Vec<String> = Vec::new();
+        if let Some(prior) = commit_prior(&focus, &per_commit) {
+            leaders = prior
+                .ranked()
+                .into_iter()
+                .take(MAX_COMMITS_PLACED)
+                .map(|(i, _)| shas[i].clone())
+                .collect();
+        }
+        let hunks = &hunks;
+        let placed = futures::future::join_all(leaders.iter().map(|sha| async move {
+            let files = hunks.get(sha).map(Vec::as_slice).unwrap_or_default();
+            (sha, functions_changed(git, sha, files).await)
+        }))
+        .await;
+        for (sha, functions) in placed {
+            if let (Some(functions), Some(change)) = (functions, changes.get_mut(sha)) {
+                change.in_functions = functions;
+            }
+        }
+        let evidence = RangeEvidence {
+            good: good.to_string(),
+            changes: Arc::new(changes),
+            focus: Arc::new(focus),
+        };
+        *cached = Some(evidence.clone());
+        Some(evidence)
+    }
+
+    /// The prior over `commits` (oldest first), or `None` when the failure
+    /// names nothing any of them changed; with the focus it used.
+    pub async fn prior(
+        &self,
+        ctx: &Context,
+        good: &str,
+        commits: &[String],
+    ) -> Option<(CommitPrior, Arc<Focus>)> {
+        if self.focus.is_empty() {
+            return None;
+        }
+        let evidence = self.evidence(ctx, good).await?;
+        let per_commit: Vec<Change> = commits
+            .iter()
+            .map(|c| evidence.changes.get(c).cloned().unwrap_or_default())
+            .collect();
+        commit_prior(&evidence.focus, &per_commit).map(|p| (p, evidence.focus))
+    }
+}
+
+/// What the definitions in the changed `files` (as they are at `bad`) call,
+/// by lowercase function name. Unreadable, unknown or huge files are skipped.
+async fn read_calls(git: &Git, bad: &str, files: &[String]) -> BTreeMap<String, Vec<String>> {
+    let texts = futures::future::join_all(
+        files
+            .iter()
+            .filter(|f| Language::from_path(f).is_some())
+            .take(MAX_FILES_PARSED)
+            .map(|f| async move { (f, git.show_file(bad, f).await) }),
+    )
+    .await;
+    let mut calls: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, text) in texts {
+        let Ok(Some(text)) = text else { continue };
+        let Some(language) = Language::from_path(path) else {
+            continue;
+        };
+        if text.len() > MAX_FILE_PARSED {
+            continue;
+        }
+        for def in parse_file(language, path, text.as_bytes()).defs {
+            calls
+                .entry(def.name.to_ascii_lowercase())
+                .or_default()
+                .extend(def.calls.into_iter().map(|c| c.name));
+        }
+    }
+    calls
+}
+
+/// The focus of the failure in `output` (the first failing run at the bad
+/// revision).
+pub async fn failure_focus(ctx: &Context, output: &str) -> Focus {
+    let workspace = ctx.pool.workspace();
+    let relative = relative_to_worktrees(output, workspace.root());
+    let run = TestRun::read(ctx.test.runner, &relative);
+    let mut focus = Focus::default();
+    for frame in run.frames().into_iter().filter(|f| f.in_app) {
+        let Some(file) = frame.file.as_deref() else {
+            continue;
+        };
+        if is_test_path(file) {
+            continue;
+        }
+        if let Some(function) = &frame.function {
+            focus.add(last_name(function), strength::FRAME_FUNCTION);
+        }
+        let name = file.rsplit('/').next().unwrap_or(file);
+        focus.add(
+            name.split('.').next().unwrap_or(name),
+            strength::FRAME_MODULE,
+        );
+    }
+    let frame_files: Vec<String> = crate::oracle::output_files(output, workspace.root())
+        .into_iter()
+        .filter(|f| is_test_path(f))
+        .collect();
+    for id in run.failing_tests().iter().take(MAX_TESTS_READ) {
+        let test = TestId::parse(id);
+        for name in &test.names {
+            focus.add(strip_test_affixes(name), strength::TEST_NAME);
+        }
+        let Some((function, outer)) = test.names.split_last() else {
+            continue;
+        };
+        let class = outer.last().map(String::as_str);
+        let files = match &test.file {
+            Some(f) => vec![f.clone()],
+            None => frame_files.clone(),
+        };
+        for file in files.iter().take(3) {
+            let Ok(Some(text)) = workspace.git().show_file(&ctx.bad, file).await else {
+                continue;
+            };
+            for callee in test_callees(file, &text, function, class) {
+                focus.add(&callee, strength::TEST_CALLEE);
+            }
+        }
+    }
+    focus
+}
+
+/// The names a test function calls, by its definition in `text`: the one
+/// in `class` (the id's enclosing name: many test classes have a
+/// `test_default`), else any of that name.
+fn test_callees(path: &str, text: &str, function: &str, class: Option<&str>) -> Vec<String> {
+    let Some(language) = Language::from_path(path) else {
+        return Vec::new();
+    };
+    let defs: Vec<_> = parse_file(language, path, text.as_bytes())
+        .defs
+        .into_iter()
+        .filter(|d| d.name == function)
+        .collect();
+    let in_class: Vec<_> = defs
+        .iter()
+        .filter(|d| class.is_some_and(|c| d.local.split(['.', ':']).any(|part| part == c)))
+        .collect();
+    let chosen: Vec<_> = if in_class.is_empty() {
+        defs.iter().collect()
+    } else {
+        in_class
+    };
+    chosen
+        .into_iter()
+        .flat_map(|d| d.calls.iter())
+        .map(|c| c.name.clone())
+        .filter(|n| !is_assertion(n))
+        .collect()
+}
+
+/// Test-framework helpers: they never point at the code under test.
+fn is_assertion(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.starts_with("assert")
+        || lower.starts_with("expect")
+        || matches!(
+            lower.as_str(),
+            "raises" | "fail" | "skip" | "fixture" | "parametrize" | "mark" | "equal" | "tobe"
+        )
+}
+
+/// A failing test's id split into its file (when it names one) and its
+/// names, outermost first: `tests/t.py::FirstTests::test_default[1]` →
+/// `tests/t.py`, `[FirstTests, test_default]`; `test_x (pkg.t.Cls)` →
+/// `[pkg, t, Cls, test_x]`; `TestFoo/sub` → `[TestFoo, sub]`.
+#[derive(Debug, PartialEq)]
+struct TestId {
+    file: Option<String>,
+    names: Vec<String>,
+}
+
+impl TestId {
+    fn parse(id: &str) -> Self {
+        let id = id.split('[').next().unwrap_or(id);
+        let (head, inner) = match id.split_once(" (") {
+            // unittest: `name (module.Class)`.
+            Some((name, rest)) => (rest.trim_end_matches(')').to_string(), Some(name)),
+            None => (id.to_string(), None),
+        };
+        let mut file = None;
+        let mut names = Vec::new();
+        for part in head.split("::") {
+            let last = part.rsplit('/').next().unwrap_or(part);
+            if Language::from_path(part).is_some() || (part.contains('/') && last.contains('.')) {
+                file = Some(part.to_string());
+                continue;
+            }
+            names.extend(
+                part.split(['.', '/', ' '])
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string),
+            );
+        }
+        names.extend(inner.map(str::to_string));
+        Self { file, names }
+    }
+}
+
+/// `test_default` → `default`, `FirstTests` → `First`, `TestParse` → `Parse`.
+fn strip_test_affixes(name: &str) -> &str {
+    let name = name
+        .strip_prefix("test_")
+        .or_else(|| name.strip_prefix("Test"))
+        .or_else(|| name.strip_prefix("test"))
+        .unwrap_or(name);
+    name.strip_suffix("Tests")
+        .or_else(|| name.strip_suffix("Test"))
+        .or_else(|| name.strip_suffix("_test"))
+        .unwrap_or(name)
+}
+
+/// `Class.method`, `mod::func`, `pkg/file.go:Func` → the last name.
+fn last_name(function: &str) -> &str {
+    function
+        .rsplit(['.', ':', '/', ' '])
+        .find(|s| !s.is_empty())
+        .unwrap_or(function)
+}
+
+/// Every commit's changes outside test files in `good..bad`.
+async fn read_changes(
+    git: &Git,
+    scratch: &Path,
+    good: &str,
+    bad: &str,
+) -> tracelab_domain::Result<LogRead> {
+    let attributes = scratch.join("tracelab-diff-drivers");
+    if !attributes.exists() {
+        tokio::fs::write(&attributes, DIFF_DRIVERS)
+            .await
+            .map_err(|e| {
+                tracelab_domain::Error::unavailable(format!("cannot write {attributes:?}: {e}"))
+            })?;
+    }
+    let config = format!("core.attributesFile={}", attributes.display());
+    let range = format!("{good}..{bad}");
+    let log = git
+        .read_limited(
+            &[
+                "-c",
+                &config,
+                "log",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-renames",
+                "--format=%x00%H",
+                "-p",
+                "-U0",
+                &range,
+            ],
+            MAX_LOG_BYTES,
+        )
+        .await?;
+    Ok(parse_log(&log))
+}
+
+/// What `git log -p -U0` over a range showed.
+#[derive(Debug, Default)]
+struct LogRead {
+    changes: HashMap<String, Change>,
+    /// Non-test files changed, most often changed first.
+    files: Vec<String>,
+    /// Where each commit's hunks sit, by file (non-test, parseable files).
+    hunks: HashMap<String, Vec<(String, Vec<Hunk>)>>,
+}
+
+/// A hunk's line ranges: removed lines in the parent, added ones in the commit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Hunk {
+    old: (u32, u32),
+    new: (u32, u32),
+}
+
+impl Hunk {
+    /// `-a,b +c,d` (a count of 1 may be left out).
+    fn parse(ranges: &str) -> Option<Self> {
+        let mut parts = ranges.split_whitespace();
+        let range = |s: &str| -> Option<(u32, u32)> {
+            let (start, len) = s.split_once(',').unwrap_or((s, "1"));
+            Some((start.parse().ok()?, len.parse().ok()?))
+        };
+        let old = range(parts.next()?.strip_prefix('-')?)?;
+        let new = range(parts.next()?.strip_prefix('+')?)?;
+        Some(Self { old, new })
+    }
+}
+
+/// Changes by commit from `git log --format=%x00%H -p -U0` output.
+fn parse_log(log: &str) -> LogRead {
+    let mut read = LogRead::default();
+    let mut files: HashMap<String, usize> = HashMap::new();
+    let mut current: Option<(String, Change)> = None;
+    let mut in_tests = false;
+    for line in log.lines() {
+        if let Some(sha) = line.strip_prefix('\0') {
+            if let Some((sha, change)) = current.take() {
+                read.changes.insert(sha, change);
+            }
+            current = Some((sha.trim().to_string(), Change::default()));
+            in_tests = false;
+            continue;
+        }
+        let Some((sha, change)) = current.as_mut() else {
+            continue;
+        };
+        if let Some(paths) = line.strip_prefix("diff --git ") {
+            let path = paths
+                .rsplit_once(" b/")
+                .map(|(_, b)| b)
+                .unwrap_or(paths)
+                .trim_matches('"');
+            in_tests = is_test_path(path);
+            if !in_tests {
+                change.add_file(path);
+                *files.entry(path.to_string()).or_default() += 1;
+                if Language::from_path(path).is_some() {
+                    read.hunks
+                        .entry(sha.clone())
+                        .or_default()
+                        .push((path.to_string(), Vec::new()));
+                }
+            }
+            continue;
+        }
+        if in_tests || line.starts_with("+++ ") || line.starts_with("--- ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("@@") {
+            if let Some((ranges, header)) = rest.split_once("@@") {
+                change.add_function_context(header);
+                if let (Some(hunk), Some((_, hunks))) = (
+                    Hunk::parse(ranges),
+                    read.hunks.get_mut(sha.as_str()).and_then(|f| f.last_mut()),
+                ) {
+                    hunks.push(hunk);
+                }
+            }
+        } else if (line.starts_with('+') || line.starts_with('-')) && change.lines < MAX_LINES_READ
+        {
+            change.add_line(&line[1..]);
+        } else if line.starts_with('+') || line.starts_with('-') {
+            change.lines += 1;
+        }
+    }
+    if let Some((sha, change)) = current {
+        read.changes.insert(sha, change);
+    }
+    let mut files: Vec<(String, usize)> = files.into_iter().collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    read.files = files.into_iter().map(|(f, _)| f).collect();
+    read
+}
+
+/// The functions `commit`'s hunks really sit in, by the definitions of
+/// each file as the commit left it (added lines) and as its parent had it
+/// (removed lines), replacing git's hunk-header guess: a header names the
+/// function *before* a hunk, so lines added between two functions would
+/// count as changes of the first. `None` when no file could be read.
+async fn functions_changed(
+    git: &Git,
+    commit: &str,
+    files: &[(String, Vec<Hunk>)],
+) -> Option<std::collections::BTreeSet<String>> {
+    let parent = format!("{commit}^");
+    let mut names = std::collections::BTreeSet::new();
+    let mut read_any = false;
+    for (path, hunks) in files.iter().take(MAX_FILES_PER_COMMIT) {
+        let Some(language) = Language::from_path(path) else {
+            continue;
+        };
+        for (rev, side) in [(commit, true), (parent.as_str(), false)] {
+            let lines: Vec<u32> = hunks
+                .iter()
+                .flat_map(|h| {
+                    let (start, len) = if side { h.new } else { h.old };
+                    start..start + len
+                })
+                .collect();
+            if lines.is_empty() {
+                continue;
+            }
+            let Ok(Some(text)) = git.show_file(rev, path).await else {
+                continue;
+            };
+            if text.len() > MAX_FILE_PARSED {
+                continue;
+            }
+            read_any = true;
+            let defs = parse_file(language, path, text.as_bytes()).defs;
+            for line in lines {
+                for def in defs
+                    .iter()
+                    .filter(|d| d.start_line <= line && line <= d.end_line)
+                {
+                    names.extend(identifiers(&def.name));
+                }
+            }
+        }
+    }
+    read_any.then_some(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_ids_split_into_file_and_names() {
+        assert_eq!(
+            TestId::parse("tests/test_more.py::FirstTests::test_default[a-1]"),
+            TestId {
+                file: Some("tests/test_more.py".into()),
+                names: vec!["FirstTests".into(), "test_default".into()],
+            }
+        );
+        assert_eq!(
+            TestId::parse("test_x (pkg.test_mod.Cls)").names,
+            vec!["pkg", "test_mod", "Cls", "test_x"]
+        );
+        assert_eq!(
+            TestId::parse("tests::parses_ranges").names,
+            vec!["tests", "parses_ranges"]
+        );
+        assert_eq!(
+            TestId::parse("TestFoo/empty").names,
+            vec!["TestFoo", "empty"]
+        );
+        assert_eq!(strip_test_affixes("test_default"), "default");
+        assert_eq!(strip_test_affixes("FirstTests"), "First");
+        assert_eq!(last_name("Buffer.format"), "format");
+        assert_eq!(last_name("semver::matches_greater"), "matches_greater");
+    }
+
+    #[test]
+    fn a_test_calls_what_its_body_names() {
+        let text = "import more_itertools as mi\n\nclass FirstTests(TestCase):\n    def test_default(self):\n        self.assertEqual(mi.first([], 'boo'), 'boo')\n\n    def test_other(self):\n        mi.last([1])\n";
+        assert_eq!(
+            test_callees(
+                "tests/test_more.py",
+                text,
+                "test_default",
+                Some("FirstTests")
+            ),
+            vec!["first"]
+        );
+        let two = "class FirstTests:\n    def test_default(self):\n        first([])\n\nclass LastTests:\n    def test_default(self):\n        last([])\n";
+        assert_eq!(
+            test_callees("t.py", two, "test_default", Some("LastTests")),
+            vec!["last"]
+        );
+        assert_eq!(
+            test_callees("t.py", two, "test_default", None),
+            vec!["first", "last"]
+        );
+    }
+
+    #[test]
+    fn the_log_gives_each_commit_its_changes_outside_tests() {
+        let log = "\0aaa\n\ndiff --git a/pkg/more.py b/pkg/more.py\nindex 1..2 100644\n--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -264 +264 @@ def first(iterable, default=_marker):\n-    if default is _marker:\n+    if default is not _marker:\ndiff --git a/tests/test_more.py b/tests/test_more.py\n--- a/tests/test_more.py\n+++ b/tests/test_more.py\n@@ -1 +1,2 @@ class FirstTests:\n+    def test_first_again(self): pass\n\0bbb\n\ndiff --git a/README.md b/README.md\n@@ -1 +1 @@\n-old words\n+new words\n";
+        let read = parse_log(log);
+        assert_eq!(read.files, vec!["README.md", "pkg/more.py"]);
+        assert_eq!(
+            read.hunks["aaa"],
+            vec![(
+                "pkg/more.py".to_string(),
+                vec![Hunk {
+                    old: (264, 1),
+                    new: (264, 1)
+                }]
+            )]
+        );
+        assert_eq!(Hunk::parse(" -10,0 +11,2 ").map(|h| h.new), Some((11, 2)));
+        let changes = read.changes;
+        let a = &changes["aaa"];
+        assert!(a.in_functions.contains("first"));
+        assert!(a.on_lines.contains("_marker"));
+        assert!(a.on_lines.contains("more"), "the file's stem");
+        assert!(
+            !a.in_functions.contains("firsttests"),
+            "test files are left out"
+        );
+        assert!(!a.on_lines.contains("test_first_again"));
+        assert_eq!(a.lines, 2);
+        assert!(changes["bbb"].on_lines.contains("words"));
+    }
+}
