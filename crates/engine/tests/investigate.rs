@@ -1249,7 +1249,7 @@ async fn the_failure_points_the_search_at_the_commit_that_changed_what_the_test_
     // commit 29 broke: with two probes a round, the suspect and its parent
     // are probed together and the search ends in one round.
     let s = scenarios::regression_the_test_names(40, 29, None);
-    let (engine, _) = engine(|c| c.parallelism = 2).await;
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |c| c.parallelism = 2).await;
     let mut req = request(&s);
     req.good = Some(s.root.clone());
     let report = engine.investigate(req).await.unwrap();
@@ -1285,7 +1285,7 @@ async fn a_misleading_focus_costs_rounds_never_the_answer() {
     // Commit 8 edits `add` harmlessly, commit 31 breaks it: the failure
     // points at both, and the search still ends at the one whose parent passes.
     let s = scenarios::regression_the_test_names(40, 31, Some(8));
-    let (engine, _) = engine(|c| c.parallelism = 2).await;
+    let (engine, _) = engine_on(SYSTEM_PATH.into(), |c| c.parallelism = 2).await;
     let mut req = request(&s);
     req.good = Some(s.root.clone());
     let report = engine.investigate(req).await.unwrap();
