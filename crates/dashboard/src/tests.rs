@@ -287,6 +287,27 @@ fn the_culprit_search_is_drawn() {
     assert!(t.contains("Routed around 2 untestable commits"));
 }
 
+#[test]
+fn the_commits_the_failure_pointed_at_are_named() {
+    let mut report = regression_unverified();
+    assert!(!text(&render(&report, &reviewer())).contains("pointed at"));
+    report.bisect.as_mut().unwrap().pointed_at = vec![
+        tracelab_domain::report::PointedCommit {
+            commit: "c0ffee1234567890".into(),
+            share: 0.58,
+        },
+        tracelab_domain::report::PointedCommit {
+            commit: "dead00001111".into(),
+            share: 0.064,
+        },
+    ];
+    let t = text(&render(&report, &reviewer()));
+    assert!(
+        t.contains("pointed at c0ffee123456 (58%), dead00001111 (6%): the search probed around them first"),
+        "{t}"
+    );
+}
+
 /// A report with the search's judgements: each probe at its place, one
 /// row per round, reused judgements hollow, the culprit where it turns.
 #[test]

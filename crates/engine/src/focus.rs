@@ -30,6 +30,9 @@ const MAX_TESTS_READ: usize = 5;
 /// keeps what it read: the rest of its commits get no evidence).
 const MAX_LOG_BYTES: usize = 32 << 20;
 
+/// How long reading a range's changes may take (the search waits for it).
+const MAX_READ_TIME: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Changed files parsed at the bad revision for their calls, and the
 /// largest one.
 const MAX_FILES_PARSED: usize = 40;
@@ -53,14 +56,15 @@ const DIFF_DRIVERS: &str = "*.py diff=python\n*.rs diff=rust\n*.go diff=golang\n
 #[derive(Debug)]
 pub struct SearchFocus {
     pub focus: Focus,
-    range: Mutex<Option<RangeEvidence>>,
+    /// The last range read: its good revision and what was read (`None`
+    /// when reading failed or took too long).
+    range: Mutex<Option<(String, Option<RangeEvidence>)>>,
 }
 
 /// What the candidates between one good revision and bad changed, and the
 /// focus followed through the calls of the code they changed.
 #[derive(Debug, Clone)]
 struct RangeEvidence {
-    good: String,
     changes: Arc<HashMap<String, Change>>,
     focus: Arc<Focus>,
 }
@@ -80,53 +84,22 @@ impl SearchFocus {
         self.evidence(ctx, good).await.map(|_| ())
     }
 
+    /// What the range after `good` changed, read once per `good`, within
+    /// [`MAX_READ_TIME`]: the search waits for it, and a prior is not worth
+    /// more than a round or two of probes.
     async fn evidence(&self, ctx: &Context, good: &str) -> Option<RangeEvidence> {
         let mut cached = self.range.lock().await;
-        if let Some(e) = cached.as_ref().filter(|e| e.good == good) {
-            return Some(e.clone());
+        if let Some((g, read)) = cached.as_ref()
+            && g == good
+        {
+            return read.clone();
         }
-        let workspace = ctx.pool.workspace();
-        let git = workspace.git();
-        let LogRead {
-            mut changes,
-            files,
-            hunks,
-        } = read_changes(git, workspace.root(), good, &ctx.bad)
+        let read = tokio::time::timeout(MAX_READ_TIME, read_range_evidence(ctx, &self.focus, good))
             .await
-            .ok()?;
-        let calls = read_calls(git, &ctx.bad, &files).await;
-        let focus = through_calls(&self.focus, &calls);
-        // The best-scored commits' hunks are placed in the functions they
-        // really changed before the final scores.
-        let shas: Vec<&String> = changes.keys().collect();
-        let per_commit: Vec<Change> = shas.iter().map(|s| changes[*s].clone()).collect();
-        let mut leaders: Vec<String> = Vec::new();
-        if let Some(prior) = commit_prior(&focus, &per_commit) {
-            leaders = prior
-                .ranked()
-                .into_iter()
-                .take(MAX_COMMITS_PLACED)
-                .map(|(i, _)| shas[i].clone())
-                .collect();
-        }
-        let hunks = &hunks;
-        let placed = futures::future::join_all(leaders.iter().map(|sha| async move {
-            let files = hunks.get(sha).map(Vec::as_slice).unwrap_or_default();
-            (sha, functions_changed(git, sha, files).await)
-        }))
-        .await;
-        for (sha, functions) in placed {
-            if let (Some(functions), Some(change)) = (functions, changes.get_mut(sha)) {
-                change.in_functions = functions;
-            }
-        }
-        let evidence = RangeEvidence {
-            good: good.to_string(),
-            changes: Arc::new(changes),
-            focus: Arc::new(focus),
-        };
-        *cached = Some(evidence.clone());
-        Some(evidence)
+            .ok()
+            .flatten();
+        *cached = Some((good.to_string(), read.clone()));
+        read
     }
 
     /// The prior over `commits` (oldest first), or `None` when the failure
@@ -147,6 +120,50 @@ impl SearchFocus {
             .collect();
         commit_prior(&evidence.focus, &per_commit).map(|p| (p, evidence.focus))
     }
+}
+
+/// [`SearchFocus::evidence`]'s reading: `git log` over the range, the
+/// changed files' calls at bad, and the leaders' hunks placed in functions.
+async fn read_range_evidence(ctx: &Context, focus: &Focus, good: &str) -> Option<RangeEvidence> {
+    let workspace = ctx.pool.workspace();
+    let git = workspace.git();
+    let LogRead {
+        mut changes,
+        files,
+        hunks,
+    } = read_changes(git, workspace.root(), good, &ctx.bad)
+        .await
+        .ok()?;
+    let calls = read_calls(git, &ctx.bad, &files).await;
+    let focus = through_calls(focus, &calls);
+    // The best-scored commits' hunks are placed in the functions they
+    // really changed before the final scores.
+    let shas: Vec<&String> = changes.keys().collect();
+    let per_commit: Vec<Change> = shas.iter().map(|s| changes[*s].clone()).collect();
+    let mut leaders: Vec<String> = Vec::new();
+    if let Some(prior) = commit_prior(&focus, &per_commit) {
+        leaders = prior
+            .ranked()
+            .into_iter()
+            .take(MAX_COMMITS_PLACED)
+            .map(|(i, _)| shas[i].clone())
+            .collect();
+    }
+    let hunks = &hunks;
+    let placed = futures::future::join_all(leaders.iter().map(|sha| async move {
+        let files = hunks.get(sha).map(Vec::as_slice).unwrap_or_default();
+        (sha, functions_changed(git, sha, files).await)
+    }))
+    .await;
+    for (sha, functions) in placed {
+        if let (Some(functions), Some(change)) = (functions, changes.get_mut(sha)) {
+            change.in_functions = functions;
+        }
+    }
+    Some(RangeEvidence {
+        changes: Arc::new(changes),
+        focus: Arc::new(focus),
+    })
 }
 
 /// What the definitions in the changed `files` (as they are at `bad`) call,

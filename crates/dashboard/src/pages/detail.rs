@@ -384,6 +384,14 @@ fn search(b: &BisectSummary, culprit: Option<&CommitInfo>) -> Markup {
                     " on its own source." }
             }
             @if let Some(note) = &b.oracle_note { p.muted { (note) } }
+            @if !b.pointed_at.is_empty() {
+                p.muted { "The failure's frames and tests pointed at "
+                    @for (i, c) in b.pointed_at.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        code { (short(&c.commit)) } " (" (format!("{:.0}", c.share * 100.0)) "%)"
+                    }
+                    ": the search probed around them first (the order of the probes, not the answer)." }
+            }
             @if let Some(note) = &b.note { p { (note) } }
         }
     }
