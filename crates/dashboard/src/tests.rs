@@ -303,7 +303,9 @@ fn the_commits_the_failure_pointed_at_are_named() {
     ];
     let t = text(&render(&report, &reviewer()));
     assert!(
-        t.contains("pointed at c0ffee123456 (58%), dead00001111 (6%): the search probed around them first"),
+        t.contains(
+            "pointed at c0ffee123456 (58%), dead00001111 (6%): the search probed around them first"
+        ),
         "{t}"
     );
 }

@@ -705,7 +705,9 @@ pub fn regression_the_test_names(
             add.push_str("    # Integers and floats alike.\n");
         }
         if i >= culprit_at {
-            add.push_str("    if a < 10 and b < 10:\n        return a + b + (1 if a == b else 0)\n");
+            add.push_str(
+                "    if a < 10 and b < 10:\n        return a + b + (1 if a == b else 0)\n",
+            );
         }
         add.push_str("    return a + b\n");
         format!(
