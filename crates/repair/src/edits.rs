@@ -5,7 +5,7 @@ use crate::grammar::Kinds;
 pub use crate::operator::Edit;
 use crate::operator::{Operator, token_swaps};
 use crate::scope::Scope;
-use crate::{bounds, guard, scope};
+use crate::{bounds, error_guards, guard, scope};
 use std::collections::HashMap;
 use tracelab_domain::Language;
 use tree_sitter::Node;
@@ -60,6 +60,15 @@ impl Walk<'_> {
             locals: &locals,
         };
         out.extend(guards.function(function));
+        if self.language == Language::Python {
+            let errors = error_guards::ErrorGuards {
+                source: self.source,
+                failure: self.failure,
+                hot_lines: self.hot_lines,
+                locals: &locals,
+            };
+            out.extend(errors.function(function));
+        }
         out
     }
 
@@ -322,7 +331,7 @@ impl Walk<'_> {
 
 /// An identifier, attribute, literal or call: safe to move or extend without
 /// parentheses.
-fn simple(node: Node) -> bool {
+pub(crate) fn simple(node: Node) -> bool {
     matches!(
         node.kind(),
         "identifier"

@@ -199,7 +199,7 @@ impl Guards<'_> {
 
 /// An object a guard can test twice without a side effect: a name or a
 /// chain of member reads (`user`, `user.profile`, `this.name`).
-fn guardable(object: Node) -> bool {
+pub(crate) fn guardable(object: Node) -> bool {
     match object.kind() {
         "identifier" | "this" | "self" => true,
         "attribute" | "member_expression" | "field_access" | "selector_expression" => {

@@ -10,11 +10,14 @@
 //! condition negation, argument swaps, same-scope identifier swaps and null
 //! guards before an access the error names — in every language the index
 //! parses (Python, JavaScript/TypeScript, Go, Rust, Java), except the null
-//! guard in Rust, which has no null.
+//! guard in Rust, which has no null. Python also gets the guards its errors
+//! ask for (a range check for an `IndexError`, an initialised local for an
+//! `UnboundLocalError`).
 
 mod bounds;
 mod culprit;
 mod edits;
+mod error_guards;
 mod grammar;
 mod guard;
 mod nulls;

@@ -30,6 +30,13 @@ pub enum Operator {
     NoneGuard,
     /// Two positional arguments of a call swapped.
     ArgumentSwap,
+    /// A range check for a constant subscript the `IndexError` names: a
+    /// return before it when the object is too short, or the length check
+    /// added to the condition around it.
+    IndexGuard,
+    /// A local that the `UnboundLocalError` names, initialised to an empty
+    /// value at the top of the function.
+    InitLocal,
     /// A line the culprit commit changed, back to its text before the culprit.
     RestoreCulpritLine,
     /// A line the culprit commit added, deleted.
@@ -49,6 +56,10 @@ impl Operator {
             Operator::NegateCondition => 0.5,
             Operator::IdentifierSwap => 0.45,
             Operator::ArgumentSwap => 0.35,
+            // The error names the local and the fix has one shape.
+            Operator::InitLocal => 1.0,
+            // Like the null guard: the error and its line say where.
+            Operator::IndexGuard => 0.7,
             // What the culprit itself changed, undone line by line, is the
             // most likely fix once a search has named it.
             Operator::RestoreCulpritLine => 1.5,
@@ -76,6 +87,8 @@ impl Operator {
             Operator::IdentifierSwap => "identifier_swap",
             Operator::NoneGuard => "none_guard",
             Operator::ArgumentSwap => "argument_swap",
+            Operator::IndexGuard => "index_guard",
+            Operator::InitLocal => "init_local",
             Operator::RestoreCulpritLine => "restore_culprit_line",
             Operator::DeleteCulpritLine => "delete_culprit_line",
         }

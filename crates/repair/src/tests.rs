@@ -281,4 +281,112 @@ fn none_attributes_reads_each_name_once() {
     assert!(none_attributes("'NoneType' object has no attribute '").is_empty());
 }
 
+fn of_operator(candidates: &[Candidate], operator: Operator) -> Vec<&str> {
+    candidates
+        .iter()
+        .filter(|c| c.operator == operator)
+        .map(|c| c.content.as_str())
+        .collect()
+}
+
+#[test]
+fn python_index_guard_returns_early_or_checks_the_length_where_the_error_names() {
+    // A generator: the early return is a bare `return` (it yields nothing).
+    let src = "def spread(xs):\n    order = sorted(xs)\n    first, rest = order[0], order[1:]\n    yield first\n";
+    let failure = "    first, rest = order[0], order[1:]\nIndexError: list index out of range";
+    let c = propose(&[target("m.py", src, &[3])], failure, 500);
+    let fixed = "def spread(xs):\n    order = sorted(xs)\n    if not order:\n        return\n    first, rest = order[0], order[1:]\n    yield first\n";
+    let at = position(&c, fixed).expect("an early return when `order` is empty");
+    assert_eq!(c[at].operator, Operator::IndexGuard);
+    // Without the error, or on a line the traceback does not name, none.
+    assert!(
+        of_operator(
+            &propose(&[target("m.py", src, &[3])], "", 500),
+            Operator::IndexGuard
+        )
+        .is_empty()
+    );
+    assert!(
+        of_operator(
+            &propose(&[target("m.py", src, &[2])], failure, 500),
+            Operator::IndexGuard
+        )
+        .is_empty()
+    );
+
+    // The index read under a condition: the length check joins the
+    // condition around it (not the one that reads the index itself, whose
+    // `elif` would still read it).
+    let src = "def base_of(s):\n    base = 10\n    if s[0] == '0':\n        if s[1] in 'xX':\n            base = 16\n        elif s[1] in 'oO':\n            base = 8\n    return base\n";
+    let failure = "IndexError: string index out of range";
+    let c = propose(&[target("p.py", src, &[4])], failure, 500);
+    let guards = of_operator(&c, Operator::IndexGuard);
+    let outer = "def base_of(s):\n    base = 10\n    if s[0] == '0' and len(s) > 1:\n        if s[1] in 'xX':\n            base = 16\n        elif s[1] in 'oO':\n            base = 8\n    return base\n";
+    assert!(guards.contains(&outer), "{guards:#?}");
+    assert!(guards.contains(&"def base_of(s):\n    base = 10\n    if s[0] == '0':\n        if len(s) > 1 and s[1] in 'xX':\n            base = 16\n        elif s[1] in 'oO':\n            base = 8\n    return base\n"));
+    // A function returns None early; `s[0]` is on another line.
+    assert!(guards.contains(&"def base_of(s):\n    base = 10\n    if s[0] == '0':\n        if len(s) <= 1:\n            return None\n        if s[1] in 'xX':\n            base = 16\n        elif s[1] in 'oO':\n            base = 8\n    return base\n"));
+    assert_eq!(guards.len(), 3, "{guards:#?}");
+
+    // A write out of range is fixed by appending, never by skipping it.
+    let src = "def reset(lists, items):\n    del lists[:]\n    lists[0] = items\n";
+    let failure = "IndexError: list assignment index out of range";
+    assert!(
+        of_operator(
+            &propose(&[target("l.py", src, &[3])], failure, 500),
+            Operator::IndexGuard
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn python_init_local_for_the_name_the_unbound_local_error_names() {
+    let src = "def update(self, src, **kw):\n    \"\"\"Update.\"\"\"\n    if isinstance(src, dict):\n        pairs = list(src.items())\n    pairs.extend(kw.items())\n    return pairs\n";
+    let t = target("d.py", src, &[5]);
+    for failure in [
+        "UnboundLocalError: cannot access local variable 'pairs' where it is not associated with a value",
+        "UnboundLocalError: local variable 'pairs' referenced before assignment",
+    ] {
+        let c = propose(std::slice::from_ref(&t), failure, 500);
+        let fixed = "def update(self, src, **kw):\n    \"\"\"Update.\"\"\"\n    pairs = []\n    if isinstance(src, dict):\n        pairs = list(src.items())\n    pairs.extend(kw.items())\n    return pairs\n";
+        let at = position(&c, fixed).expect("`pairs = []` after the docstring");
+        assert_eq!(c[at].operator, Operator::InitLocal);
+    }
+    // A name with no telling use starts as None; a parameter is never
+    // re-initialised (the error cannot be about it).
+    let src = "def pick(flag, default):\n    if flag:\n        found = default\n    return found\n";
+    let failure = "UnboundLocalError: cannot access local variable 'found' where it is not associated with a value\nUnboundLocalError: local variable 'default' referenced before assignment";
+    let inits = of_operator(
+        &propose(&[target("p.py", src, &[4])], failure, 500),
+        Operator::InitLocal,
+    )
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    assert_eq!(
+        inits,
+        vec![
+            "def pick(flag, default):\n    found = None\n    if flag:\n        found = default\n    return found\n"
+        ]
+    );
+    assert!(
+        of_operator(
+            &propose(&[target("p.py", src, &[4])], "", 500),
+            Operator::InitLocal
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn the_python_templates_stay_out_of_other_languages() {
+    let js = "function f(xs) {\n  return String(xs[0]) + '.part';\n}\n";
+    let failure = "TypeError: x\nIndexError: list index out of range";
+    let c = propose(&[target("f.js", js, &[2])], failure, 500);
+    for operator in [Operator::IndexGuard, Operator::InitLocal] {
+        assert!(of_operator(&c, operator).is_empty(), "{operator:?}");
+    }
+}
+
 mod languages;
