@@ -5,7 +5,7 @@ use crate::grammar::Kinds;
 pub use crate::operator::Edit;
 use crate::operator::{Operator, token_swaps};
 use crate::scope::Scope;
-use crate::{bounds, error_guards, guard, scope};
+use crate::{bounds, error_guards, guard, scope, wrap};
 use std::collections::HashMap;
 use tracelab_domain::Language;
 use tree_sitter::Node;
@@ -60,7 +60,9 @@ impl Walk<'_> {
             locals: &locals,
         };
         out.extend(guards.function(function));
-        if self.language == Language::Python {
+        if self.language == Language::Python
+            && let Some(scope) = scope
+        {
             let errors = error_guards::ErrorGuards {
                 source: self.source,
                 failure: self.failure,
@@ -68,6 +70,14 @@ impl Walk<'_> {
                 locals: &locals,
             };
             out.extend(errors.function(function));
+            let wraps = wrap::Wraps {
+                source: self.source,
+                failure: self.failure,
+                hot_lines: self.hot_lines,
+                locals: &locals,
+                scope,
+            };
+            out.extend(wraps.function(function));
         }
         out
     }

@@ -12,7 +12,9 @@
 //! parses (Python, JavaScript/TypeScript, Go, Rust, Java), except the null
 //! guard in Rust, which has no null. Python also gets the guards its errors
 //! ask for (a range check for an `IndexError`, an initialised local for an
-//! `UnboundLocalError`).
+//! `UnboundLocalError`) and calls wrapped or unwrapped (`list()` around an
+//! iterator read twice, an operand converted like its sibling, a conversion
+//! builtin removed).
 
 mod bounds;
 mod culprit;
@@ -23,6 +25,7 @@ mod guard;
 mod nulls;
 mod operator;
 mod scope;
+mod wrap;
 
 pub use culprit::CulpritHunk;
 pub use edits::edit_distance;

@@ -37,6 +37,12 @@ pub enum Operator {
     /// A local that the `UnboundLocalError` names, initialised to an empty
     /// value at the top of the function.
     InitLocal,
+    /// An expression wrapped in a call: `list()` around an iterator read
+    /// twice, a `+` operand in its sibling's conversion, a `%` operand in a
+    /// one-tuple.
+    WrapCall,
+    /// A conversion builtin (`str(x)`, `list(x)`, ...) replaced by its argument.
+    UnwrapCall,
     /// A line the culprit commit changed, back to its text before the culprit.
     RestoreCulpritLine,
     /// A line the culprit commit added, deleted.
@@ -60,6 +66,10 @@ impl Operator {
             Operator::InitLocal => 1.0,
             // Like the null guard: the error and its line say where.
             Operator::IndexGuard => 0.7,
+            // Only where an iterator is read twice or the error's line
+            // mixes types: rarer than a wrong operator.
+            Operator::WrapCall => 0.5,
+            Operator::UnwrapCall => 0.4,
             // What the culprit itself changed, undone line by line, is the
             // most likely fix once a search has named it.
             Operator::RestoreCulpritLine => 1.5,
@@ -89,6 +99,8 @@ impl Operator {
             Operator::ArgumentSwap => "argument_swap",
             Operator::IndexGuard => "index_guard",
             Operator::InitLocal => "init_local",
+            Operator::WrapCall => "wrap_call",
+            Operator::UnwrapCall => "unwrap_call",
             Operator::RestoreCulpritLine => "restore_culprit_line",
             Operator::DeleteCulpritLine => "delete_culprit_line",
         }

@@ -380,11 +380,153 @@ fn python_init_local_for_the_name_the_unbound_local_error_names() {
 }
 
 #[test]
+fn python_unwrap_a_conversion_builtin_unless_a_local_shadows_it() {
+    let src = "def bump(version, part):\n    if part == 'major':\n        return str(version.bump(part))\n    return n * int(a + b)\n";
+    let c = propose(&[target("v.py", src, &[])], "", 500);
+    let unwraps = of_operator(&c, Operator::UnwrapCall);
+    assert!(unwraps.contains(&"def bump(version, part):\n    if part == 'major':\n        return version.bump(part)\n    return n * int(a + b)\n"));
+    // Inside an expression the argument keeps its precedence.
+    assert!(unwraps.contains(&"def bump(version, part):\n    if part == 'major':\n        return str(version.bump(part))\n    return n * (a + b)\n"));
+    assert_eq!(unwraps.len(), 2);
+    let shadowed = "def f(str, x):\n    return str(x)\n";
+    assert!(
+        of_operator(
+            &propose(&[target("s.py", shadowed, &[])], "", 500),
+            Operator::UnwrapCall
+        )
+        .is_empty()
+    );
+    let two = "def g(x):\n    return int(x, 16) + str(x, encoding='ascii')\n";
+    assert!(
+        of_operator(
+            &propose(&[target("s.py", two, &[])], "", 500),
+            Operator::UnwrapCall
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn python_materialise_a_value_iterated_more_than_once() {
+    let src = "def merge_with(fn, *dicts):\n    if len(dicts) == 1:\n        dicts = dicts[0]\n    keys = set(k for d in dicts for k in d)\n    return {k: fn([d[k] for d in dicts if k in d]) for k in keys}\n";
+    let c = propose(&[target("t.py", src, &[])], "", 500);
+    let wraps = of_operator(&c, Operator::WrapCall);
+    assert_eq!(
+        wraps,
+        vec![
+            "def merge_with(fn, *dicts):\n    if len(dicts) == 1:\n        dicts = list(dicts[0])\n    keys = set(k for d in dicts for k in d)\n    return {k: fn([d[k] for d in dicts if k in d]) for k in keys}\n"
+        ],
+        "`*dicts` itself is a tuple and `keys` is iterated once"
+    );
+    // Read inside a nested function: every call iterates it again.
+    let src = "def juxt(*funcs):\n    if len(funcs) == 1:\n        funcs = funcs[0]\n    def inner(x):\n        return tuple(f(x) for f in funcs)\n    return inner\n";
+    let wraps = of_operator(
+        &propose(&[target("t.py", src, &[])], "", 500),
+        Operator::WrapCall,
+    )
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    assert_eq!(
+        wraps,
+        vec![src.replace("funcs = funcs[0]", "funcs = list(funcs[0])")]
+    );
+    // A parameter iterated twice is made a list first; a list display or a
+    // `sorted()` value needs nothing, and one pass needs nothing.
+    let src = "def spread(items):\n    \"\"\"Doc.\"\"\"\n    low = min(items)\n    order = sorted(items)\n    for x in order:\n        low += x\n    return low, max(items)\n";
+    let wraps = of_operator(
+        &propose(&[target("t.py", src, &[])], "", 500),
+        Operator::WrapCall,
+    )
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    assert_eq!(
+        wraps,
+        vec![
+            "def spread(items):\n    \"\"\"Doc.\"\"\"\n    items = list(items)\n    low = min(items)\n    order = sorted(items)\n    for x in order:\n        low += x\n    return low, max(items)\n"
+        ]
+    );
+}
+
+#[test]
+fn python_operand_wrapped_like_its_sibling_on_the_type_error_line() {
+    let src = "class Signer:\n    def sign(self, value):\n        return value + want_bytes(self.sep) + self.signature(value)\n";
+    let t = Target {
+        start_line: 2,
+        end_line: 3,
+        ..target("s.py", src, &[3])
+    };
+    let failure = "TypeError: can only concatenate str (not \"bytes\") to str";
+    let wraps = of_operator(
+        &propose(std::slice::from_ref(&t), failure, 500),
+        Operator::WrapCall,
+    )
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    assert_eq!(
+        wraps,
+        vec![src.replace("return value +", "return want_bytes(value) +")]
+    );
+    // Not without the TypeError, nor off the line it names.
+    assert!(
+        of_operator(
+            &propose(std::slice::from_ref(&t), "AssertionError", 500),
+            Operator::WrapCall
+        )
+        .is_empty()
+    );
+    let elsewhere = Target {
+        hot_lines: &[2],
+        ..t.clone()
+    };
+    assert!(of_operator(&propose(&[elsewhere], failure, 500), Operator::WrapCall).is_empty());
+    // Beside a string literal: `str()`; never beside a bytes literal.
+    let src = "def part(path):\n    return path + '.part', path + b'~'\n";
+    let failure = "TypeError: unsupported operand type(s) for +: 'PosixPath' and 'str'";
+    let wraps = of_operator(
+        &propose(&[target("f.py", src, &[2])], failure, 500),
+        Operator::WrapCall,
+    )
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    assert_eq!(
+        wraps,
+        vec!["def part(path):\n    return str(path) + '.part', path + b'~'\n"]
+    );
+}
+
+#[test]
+fn python_format_operand_made_a_one_tuple_when_formatting_fails() {
+    let src = "def message(key):\n    return \"Key '%s' error:\" % key\n";
+    let failure = "TypeError: not enough arguments for format string";
+    let c = propose(&[target("e.py", src, &[2])], failure, 500);
+    assert!(
+        of_operator(&c, Operator::WrapCall)
+            .contains(&"def message(key):\n    return \"Key '%s' error:\" % (key,)\n")
+    );
+    assert!(
+        of_operator(
+            &propose(&[target("e.py", src, &[2])], "TypeError: boom", 500),
+            Operator::WrapCall
+        )
+        .is_empty()
+    );
+}
+
+#[test]
 fn the_python_templates_stay_out_of_other_languages() {
     let js = "function f(xs) {\n  return String(xs[0]) + '.part';\n}\n";
     let failure = "TypeError: x\nIndexError: list index out of range";
     let c = propose(&[target("f.js", js, &[2])], failure, 500);
-    for operator in [Operator::IndexGuard, Operator::InitLocal] {
+    for operator in [
+        Operator::IndexGuard,
+        Operator::InitLocal,
+        Operator::WrapCall,
+        Operator::UnwrapCall,
+    ] {
         assert!(of_operator(&c, operator).is_empty(), "{operator:?}");
     }
 }
