@@ -293,8 +293,8 @@ impl Walk<'_> {
     /// swaps are never made, as a reviewer would reject them on sight: one
     /// that leaves the replaced name unread in the function (its value
     /// computed for nothing, or a parameter ignored), and one that makes an
-    /// operand or argument the same name as its sibling (`x == x`,
-    /// `isinstance(t, t)`, `check(sig, sig)`).
+    /// operand, argument or subscript the same name as its sibling (`x == x`,
+    /// `isinstance(t, t)`, `check(sig, sig)`, `n[n]`).
     fn identifier(
         &self,
         node: Node,
@@ -327,7 +327,10 @@ impl Walk<'_> {
             call.kind() == self.kinds.call
                 && call.child_by_field_name(self.kinds.call_arguments) == Some(parent)
         });
-        if !is_arguments && !self.kinds.binary.contains(&parent.kind()) {
+        // A subscript's object and its index are siblings too: `n[n]`
+        // indexes a value by itself.
+        let is_subscript = SUBSCRIPTS.contains(&parent.kind());
+        if !is_arguments && !is_subscript && !self.kinds.binary.contains(&parent.kind()) {
             return Vec::new();
         }
         let mut cursor = parent.walk();
@@ -338,6 +341,14 @@ impl Walk<'_> {
             .collect()
     }
 }
+
+/// Subscript nodes by grammar: Python, JavaScript, Go and Rust, Java.
+const SUBSCRIPTS: &[&str] = &[
+    "subscript",
+    "subscript_expression",
+    "index_expression",
+    "array_access",
+];
 
 /// An identifier, attribute, literal or call: safe to move or extend without
 /// parentheses.

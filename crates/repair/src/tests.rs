@@ -142,6 +142,19 @@ fn python_identifier_swap_never_repeats_a_sibling_nor_leaves_a_name_unread() {
         !swaps.iter().any(|d| d.starts_with("`info` →")),
         "`info` is read once: swapping it away leaves it unread: {swaps:?}"
     );
+    // Seen on toolz's `nth`: `seq[n]` → `n[n]` raises TypeError, so the
+    // `except TypeError` path ran for every input and the tests passed.
+    let src = "def nth(n, seq, default):\n    try:\n        return seq[n]\n    except TypeError:\n        return next(islice(seq, n, None), default or default)\n";
+    let c = propose(&[target("toolz.py", src, &[3])], "", 500);
+    assert!(
+        !c.iter().any(|c| c.content.contains("n[n]")),
+        "a subscript indexed by itself"
+    );
+    assert!(
+        c.iter()
+            .any(|c| c.operator == Operator::IdentifierSwap && c.line == 3),
+        "other swaps on the line remain (`default[n]`, `seq[default]`)"
+    );
     // A name read twice may still be swapped (the usual wrong-variable fix).
     assert!(
         swaps.iter().any(|d| d.starts_with("`other` →")),
