@@ -296,33 +296,6 @@ async fn runs_until(
     Ok(runs)
 }
 
-/// Runs `spec` at `revision` in the pool's slots up to `max` times, `k` at a
-/// time, stopping after a batch with a failure (or a blocked run).
-async fn pool_runs_until_failure(
-    ctx: &Context,
-    revision: &str,
-    spec: &CommandSpec,
-    max: u32,
-    baseline: Option<&FailureSignature>,
-) -> Result<Vec<Judged>> {
-    let mut runs = Vec::new();
-    while (runs.len() as u32) < max.max(1) {
-        let batch = (max.max(1) as usize - runs.len()).min(ctx.pool.size().max(1));
-        let judged = futures::future::try_join_all((0..batch).map(|_| {
-            crate::probe::run_judged(&ctx.pool, revision, spec, ctx.test.runner, baseline)
-        }))
-        .await?;
-        let stop = judged
-            .iter()
-            .any(|j| matches!(j.outcome, Outcome::Fail | Outcome::Blocked));
-        runs.extend(judged);
-        if stop {
-            break;
-        }
-    }
-    Ok(runs)
-}
-
 /// What judges a fix: the classified failure, and the clean runs after
 /// the fix that make it trustworthy.
 #[derive(Clone, Copy)]
@@ -652,18 +625,20 @@ pub(crate) async fn run_contract(
     // failure). A clean run of step 4 is also a clean run of the regression
     // test (`contract::judge_fix`), so the last isolated run is made only
     // when step 4 is not clean.
+    let isolated = plan.passes_needed.saturating_sub(1).max(1);
+    let mut after = runs_until(
+        sandbox,
+        &regression,
+        isolated,
+        Outcome::Fail,
+        runner,
+        baseline,
+    )
+    .await?;
+
     // 4. The relevant existing tests pass after the fix: the whole test command,
     // allowing failures that already happened at the bad revision.
-    // Step 3's isolated runs go to the pool's slots (at the fixed commit)
-    // while step 4 runs in the hypothesis' sandbox: neither needs the other.
-    let isolated = plan.passes_needed.saturating_sub(1).max(1);
-    let (after, suite) = futures::future::join(
-        pool_runs_until_failure(ctx, &fixed, &regression, isolated, baseline),
-        exec_judged(sandbox, &ctx.test_spec(), runner, baseline),
-    )
-    .await;
-    let mut after = after?;
-    let suite = suite?;
+    let suite = exec_judged(sandbox, &ctx.test_spec(), runner, baseline).await?;
     let mut existing = crate::probe::experiment(
         Step::ExistingTests,
         &ctx.test.display(),
