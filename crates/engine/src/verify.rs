@@ -7,7 +7,6 @@ use crate::git::Worktree;
 use crate::oracle;
 use crate::pool::PoolRun;
 use crate::probe::{Judged, batch_experiment, judge};
-use futures::FutureExt;
 use std::collections::BTreeSet;
 use tracelab_code_index::symbol_revert::{FileVersions, changed_symbols, restore_symbols};
 use tracelab_domain::contract::{self, judge_fix};
@@ -364,9 +363,8 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     let mut earlier: Vec<String> = Vec::new();
     let result = async {
         // 1-2. Reproduction and the regression test before the fix, once for
-        // every attempt: they run at the bad revision, in one of the pool's
-        // slots (the search is over), beside the first attempt's runs.
-        let before = regression_before_in_pool(ctx, plan.judging()).shared();
+        // every attempt: they run at the bad revision.
+        let before = regression_before(ctx, plan.judging(), sandbox.as_ref()).await?;
         let mut attempts = 0;
         let mut queue: std::collections::VecDeque<Fix> = fixes.into();
         while let Some(fix) = queue.pop_front() {
@@ -394,21 +392,15 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
             let message = format!(
                 "Revert {short} ({scope}; TraceLab hypothesis {number})\n\nProposed by TraceLab; not merged."
             );
-            let (before, contract) = futures::future::join(
-                before.clone(),
-                run_contract(
-                    ctx,
-                    plan.judging(),
-                    &worktree,
-                    sandbox.as_ref(),
-                    &[],
-                    &message,
-                ),
+            let (experiments, patch_text) = run_contract(
+                ctx,
+                plan.judging(),
+                &worktree,
+                sandbox.as_ref(),
+                &before,
+                &message,
             )
-            .await;
-            let (after, patch_text) = contract?;
-            let mut experiments = before?;
-            experiments.extend(after);
+            .await?;
             let judgement = judge_fix(&experiments, plan.passes_needed);
             h.experiments = experiments;
             h.patch = patch_text;
@@ -437,7 +429,7 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
             ));
         }
         if attempts == 0 {
-            h.experiments = before.await?;
+            h.experiments = before;
             h.status = HypothesisStatus::Blocked;
             h.status_reason = format!("no fix applies at the bad revision: {}", earlier.join("; "));
         }
@@ -511,37 +503,12 @@ pub(crate) fn regression_command(
 pub const REUSED_REPRODUCTION: &str = "the reproduction's runs: same command, same revision";
 
 /// Steps 1 and 2: the reproduction (from the classification) and the
-/// regression test failing at the bad revision, in `sandbox`.
+/// regression test failing at the bad revision.
 pub(crate) async fn regression_before(
     ctx: &Context,
     plan: Judging<'_>,
     sandbox: &dyn Sandbox,
 ) -> Result<Vec<Experiment>> {
-    let baseline = plan.classification.baseline.as_ref();
-    before_with(ctx, plan, |spec| async move {
-        exec_judged(sandbox, &spec, ctx.test.runner, baseline).await
-    })
-    .await
-}
-
-/// [`regression_before`] run in one of the pool's slots at the bad
-/// revision instead of the hypothesis' sandbox, so it can run beside the
-/// fix's own runs.
-async fn regression_before_in_pool(ctx: &Context, plan: Judging<'_>) -> Result<Vec<Experiment>> {
-    let baseline = plan.classification.baseline.as_ref();
-    before_with(ctx, plan, |spec| async move {
-        crate::probe::run_judged(&ctx.pool, &ctx.bad, &spec, ctx.test.runner, baseline).await
-    })
-    .await
-}
-
-/// Steps 1 and 2 with `run` running the regression test at the bad
-/// revision: until it fails, at most as many times as a fix must pass.
-async fn before_with<F, Fut>(ctx: &Context, plan: Judging<'_>, run: F) -> Result<Vec<Experiment>>
-where
-    F: Fn(CommandSpec) -> Fut,
-    Fut: std::future::Future<Output = Result<Judged>>,
-{
     let (regression_cmd, regression) = regression_command(ctx, plan.classification);
     let mut experiments = vec![plan.classification.experiment.clone()];
     if regression_cmd == ctx.test.display() && plan.classification.counts.failures > 0 {
@@ -553,15 +520,15 @@ where
         experiments.push(reused);
         return Ok(experiments);
     }
-    let mut before = Vec::new();
-    for _ in 0..plan.passes_needed.max(1) {
-        let judged = run(regression.clone()).await?;
-        let stop = matches!(judged.outcome, Outcome::Fail | Outcome::Blocked);
-        before.push(judged);
-        if stop {
-            break;
-        }
-    }
+    let before = runs_until(
+        sandbox,
+        &regression,
+        plan.passes_needed,
+        Outcome::Fail,
+        ctx.test.runner,
+        plan.classification.baseline.as_ref(),
+    )
+    .await?;
     experiments.extend(batch_experiment(
         Step::RegressionBefore,
         &regression_cmd,
