@@ -1,7 +1,7 @@
 //! The operators applied to one function's subtree: each yields byte-range
 //! edits of the source, found by walking the tree-sitter nodes.
 
-use crate::grammar::Kinds;
+use crate::grammar::{Kinds, simple};
 pub use crate::operator::Edit;
 use crate::operator::{Operator, token_swaps};
 use crate::scope::Scope;
@@ -349,35 +349,6 @@ const SUBSCRIPTS: &[&str] = &[
     "index_expression",
     "array_access",
 ];
-
-/// An identifier, attribute, literal or call: safe to move or extend without
-/// parentheses.
-pub(crate) fn simple(node: Node) -> bool {
-    matches!(
-        node.kind(),
-        "identifier"
-            | "attribute"
-            | "integer"
-            | "float"
-            | "string"
-            | "call"
-            | "subscript"
-            | "number"
-            | "member_expression"
-            | "selector_expression"
-            | "field_expression"
-            | "field_access"
-            | "int_literal"
-            | "integer_literal"
-            | "decimal_integer_literal"
-            | "call_expression"
-            | "method_invocation"
-            | "true"
-            | "false"
-            | "none"
-            | "null"
-    )
-}
 
 fn unwrap_parentheses(mut node: Node) -> Node {
     while matches!(node.kind(), "parenthesized_expression")

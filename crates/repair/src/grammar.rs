@@ -2,6 +2,7 @@
 //! edit. The operators work on these node kinds, never on text patterns.
 
 use tracelab_domain::Language;
+use tree_sitter::Node;
 
 /// Node kinds per language.
 pub struct Kinds {
@@ -94,3 +95,32 @@ const JAVA: Kinds = Kinds {
     call_arguments: "arguments",
     negate_prefix: "!",
 };
+
+/// An identifier, attribute, literal or call: safe to move or extend without
+/// parentheses.
+pub(crate) fn simple(node: Node) -> bool {
+    matches!(
+        node.kind(),
+        "identifier"
+            | "attribute"
+            | "integer"
+            | "float"
+            | "string"
+            | "call"
+            | "subscript"
+            | "number"
+            | "member_expression"
+            | "selector_expression"
+            | "field_expression"
+            | "field_access"
+            | "int_literal"
+            | "integer_literal"
+            | "decimal_integer_literal"
+            | "call_expression"
+            | "method_invocation"
+            | "true"
+            | "false"
+            | "none"
+            | "null"
+    )
+}

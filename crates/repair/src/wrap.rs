@@ -20,8 +20,8 @@
 //!   `not enough arguments for format string` / `not all arguments
 //!   converted` on that line (`x` itself a tuple).
 
-use crate::edits::simple;
 use crate::error_guards::{first_statement, parameters};
+use crate::grammar::simple;
 use crate::operator::{Edit, Operator};
 use crate::scope::Scope;
 use std::collections::HashMap;
