@@ -22,10 +22,12 @@ pub struct GraphCommit {
     pub parents: Vec<String>,
 }
 
-pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
-    // Worktrees may be owned by the sandbox user, and code under test may
-    // have written hooks: never run repository hooks as the engine's user.
-    let out = Command::new("git")
+/// `git -C dir` as the engine runs it. Worktrees may be owned by the
+/// sandbox user, and code under test may have written hooks: never run
+/// repository hooks as the engine's user.
+fn git_command(dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
         .args([
             "-c",
             "safe.directory=*",
@@ -34,10 +36,15 @@ pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
             "-C",
         ])
         .arg(dir)
-        .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    command
+}
+
+pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git_command(dir)
+        .args(args)
         .output()
         .await
         .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
@@ -96,21 +103,10 @@ impl Git {
     /// lines); git is stopped once the limit is reached.
     pub async fn read_limited(&self, args: &[&str], limit: usize) -> Result<String> {
         use tokio::io::{AsyncBufReadExt, BufReader};
-        let mut child = Command::new("git")
-            .args([
-                "-c",
-                "safe.directory=*",
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-C",
-            ])
-            .arg(&self.repo)
+        let mut child = git_command(&self.repo)
             .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .map_err(|e| Error::unavailable(format!("cannot run git: {e}")))?;
         let stdout = child
