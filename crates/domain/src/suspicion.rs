@@ -173,22 +173,28 @@ pub fn commit_prior(focus: &Focus, changes: &[Change]) -> Option<CommitPrior> {
     if n == 0 || focus.is_empty() {
         return None;
     }
+    // Each term's strength × idf, once (df over all the candidates).
+    let terms: Vec<(&str, f64)> = focus
+        .terms()
+        .map(|(term, strength)| {
+            let df = changes.iter().filter(|c| c.mentions(term)).count();
+            let idf = ((n as f64 + 1.0) / (df as f64 + 0.5)).ln().max(0.0);
+            (term, strength * idf)
+        })
+        .collect();
     let scores: Vec<f64> = changes
         .iter()
         .map(|change| {
-            let sum: f64 = focus
-                .terms()
-                .map(|(term, strength)| {
-                    let weight = if change.in_functions.contains(term) {
-                        IN_FUNCTION
+            let sum: f64 = terms
+                .iter()
+                .map(|&(term, weighed)| {
+                    if change.in_functions.contains(term) {
+                        weighed * IN_FUNCTION
                     } else if change.on_lines.contains(term) {
-                        1.0
+                        weighed
                     } else {
-                        return 0.0;
-                    };
-                    let df = changes.iter().filter(|c| c.mentions(term)).count();
-                    let idf = ((n as f64 + 1.0) / (df as f64 + 0.5)).ln().max(0.0);
-                    strength * idf * weight
+                        0.0
+                    }
                 })
                 .sum();
             sum / (1.0 + (1.0 + change.lines as f64 / 200.0).ln())
