@@ -3,11 +3,15 @@
 //! the verification read it). A module of its own, below the agents.
 
 use crate::probe::TestCommand;
-use tracelab_domain::experiment::{Experiment, RunCounts};
+use tracelab_domain::experiment::{Experiment, RunCounts, Step};
 use tracelab_domain::hypothesis::FlakyStats;
 use tracelab_domain::runner;
 use tracelab_domain::sequential::{Behaviour, Decision};
 use tracelab_domain::signature::FailureSignature;
+
+/// The note of a regression-before step that is the reproduction's runs
+/// (not run again by the verification).
+pub const REUSED_REPRODUCTION: &str = "the reproduction's runs: same command, same revision";
 
 /// What re-running at the bad revision established.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -41,6 +45,13 @@ pub struct FixConfirmation {
     /// The search's failing probes after the culprit among `failures`.
     #[serde(default)]
     pub probe_failures: u32,
+    /// Failures among `failures` that the fix's verification must still
+    /// supply: the regression test alone at the bad revision, before the
+    /// fix (it runs there whenever it is narrower than the test command,
+    /// and the contract wants it to fail anyway). The confirmation holds
+    /// only if those runs all fail ([`FixConfirmation::holds_for`]).
+    #[serde(default)]
+    pub before_failures: u32,
     /// Clean runs of the regression test the fix needs.
     pub passes: u32,
     /// The most likely this evidence is under "the test is flaky and the fix
@@ -49,18 +60,50 @@ pub struct FixConfirmation {
 }
 
 impl FixConfirmation {
-    /// "4 failures in a row" or "4 failures in a row (2 at bad, 2 at
-    /// revisions the search probed after the culprit)".
+    /// "4 failures in a row" or "4 failures in a row (2 at bad, 1 at
+    /// revisions the search probed after the culprit, 1 of the regression
+    /// test alone at bad before the fix)".
     pub fn failures_in_a_row(&self) -> String {
-        if self.probe_failures == 0 {
+        if self.probe_failures == 0 && self.before_failures == 0 {
             return format!("{} failures in a row", self.failures);
         }
-        format!(
-            "{} failures in a row ({} at the bad revision, {} at revisions the search probed after the culprit)",
-            self.failures,
-            self.failures - self.probe_failures,
-            self.probe_failures
-        )
+        let mut parts = vec![format!(
+            "{} at the bad revision",
+            self.failures - self.probe_failures - self.before_failures
+        )];
+        if self.probe_failures > 0 {
+            parts.push(format!(
+                "{} at revisions the search probed after the culprit",
+                self.probe_failures
+            ));
+        }
+        if self.before_failures > 0 {
+            parts.push(format!(
+                "{} of the regression test alone at the bad revision before the fix",
+                self.before_failures
+            ));
+        }
+        format!("{} failures in a row ({})", self.failures, parts.join(", "))
+    }
+
+    /// Whether a verified fix's experiments supply the failures this
+    /// confirmation counted on: its regression test before the fix ran at
+    /// least `before_failures` times at the bad revision (not the
+    /// reproduction's runs reused) and never passed there.
+    pub fn holds_for(&self, experiments: &[Experiment]) -> bool {
+        if self.before_failures == 0 {
+            return true;
+        }
+        let mut counts = RunCounts::default();
+        for e in experiments.iter().filter(|e| {
+            e.step == Step::RegressionBefore && e.note.as_deref() != Some(REUSED_REPRODUCTION)
+        }) {
+            let c = e.effective_counts();
+            counts.runs += c.runs;
+            counts.failures += c.failures;
+            counts.other += c.other;
+        }
+        counts.failures >= self.before_failures && counts.failures == counts.runs
     }
 
     /// What the report says once a fix was verified with these runs.
@@ -84,16 +127,7 @@ impl Classification {
     /// The isolated command for the first failing test, when the runner allows it
     /// and it differs from the test command.
     pub fn isolated_command(&self, test: &TestCommand) -> Option<Vec<String>> {
-        let baseline = self.baseline.as_ref()?;
-        // A failing test first; else an error (pytest's `ERROR path` of a file
-        // that does not collect), which `runner::isolate` narrows to its file.
-        let test_id = baseline
-            .failing_tests
-            .iter()
-            .find(|t| !t.starts_with("ERROR "))
-            .or_else(|| baseline.failing_tests.first())?;
-        let argv = runner::isolate(test.runner, &test.argv, test_id)?;
-        (argv != test.argv).then_some(argv)
+        isolated_command(self.baseline.as_ref(), test)
     }
 
     /// Failure rate where the bug is present, for deciding how many passes make a revision good.
@@ -102,5 +136,88 @@ impl Classification {
             Behaviour::Deterministic => 1.0,
             _ => self.counts.failure_rate(),
         }
+    }
+}
+
+/// [`Classification::isolated_command`] for the failure `baseline`.
+pub fn isolated_command(
+    baseline: Option<&FailureSignature>,
+    test: &TestCommand,
+) -> Option<Vec<String>> {
+    let baseline = baseline?;
+    // A failing test first; else an error (pytest's `ERROR path` of a file
+    // that does not collect), which `runner::isolate` narrows to its file.
+    let test_id = baseline
+        .failing_tests
+        .iter()
+        .find(|t| !t.starts_with("ERROR "))
+        .or_else(|| baseline.failing_tests.first())?;
+    let argv = runner::isolate(test.runner, &test.argv, test_id)?;
+    (argv != test.argv).then_some(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracelab_domain::experiment::Outcome;
+
+    fn confirmation(before_failures: u32) -> FixConfirmation {
+        FixConfirmation {
+            failures: 4,
+            probe_failures: 1,
+            before_failures,
+            passes: 3,
+            likelihood: 0.008,
+        }
+    }
+
+    fn before(failures: u32, runs: u32, note: Option<&str>) -> Experiment {
+        Experiment {
+            step: Step::RegressionBefore,
+            command: "pytest t.py::test_a".into(),
+            revision: "bad".into(),
+            exit_code: Some(1),
+            duration_ms: 10,
+            outcome: if failures > 0 {
+                Outcome::Fail
+            } else {
+                Outcome::Pass
+            },
+            output: String::new(),
+            sandbox: "local".into(),
+            note: note.map(str::to_string),
+            counts: Some(RunCounts {
+                runs,
+                failures,
+                other: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_confirmation_counting_on_the_verifications_failure_needs_it_to_happen() {
+        let c = confirmation(1);
+        assert!(c.holds_for(&[before(1, 1, None)]));
+        // A pass at bad breaks the row, even if a later run failed.
+        assert!(!c.holds_for(&[before(1, 2, None)]));
+        assert!(!c.holds_for(&[before(0, 3, None)]));
+        // The reproduction's runs reused are not the verification's own.
+        assert!(!c.holds_for(&[before(4, 4, Some(REUSED_REPRODUCTION))]));
+        assert!(!c.holds_for(&[]));
+        // Nothing counted on: nothing to check.
+        assert!(confirmation(0).holds_for(&[]));
+    }
+
+    #[test]
+    fn the_failures_in_a_row_say_where_each_happened() {
+        assert_eq!(
+            confirmation(1).failures_in_a_row(),
+            "4 failures in a row (2 at the bad revision, 1 at revisions the search probed after the culprit, 1 of the regression test alone at the bad revision before the fix)"
+        );
+        let plain = FixConfirmation {
+            probe_failures: 0,
+            ..confirmation(0)
+        };
+        assert_eq!(plain.failures_in_a_row(), "4 failures in a row");
     }
 }

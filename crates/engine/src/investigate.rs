@@ -212,6 +212,13 @@ async fn pipeline(
     let revert_verified = revert
         .as_ref()
         .is_some_and(|h| h.status == HypothesisStatus::Verified);
+    // A confirmation that counted on the verification's own failures at
+    // bad holds only if they happened.
+    let confirmed = revert_verified
+        && classification
+            .fix_confirmation
+            .zip(revert.as_ref())
+            .is_some_and(|(c, h)| c.holds_for(&h.experiments));
     hypotheses.extend(revert);
     let mut checks_deferred = checked.is_none();
     hypotheses.extend(numbered(
@@ -220,7 +227,7 @@ async fn pipeline(
         proposal.next_number(),
     ));
     if let (Some(pending), Some(confirmation)) = (pending, classification.fix_confirmation) {
-        if revert_verified {
+        if confirmed {
             classification.decision.confident = true;
             proposal.notes.push(confirmation.confirmed_note());
         } else {
@@ -231,8 +238,13 @@ async fn pipeline(
             classification = pending.finish(ctx, false).await?;
             classification.fix_confirmation = None;
             report_behaviour(ctx, &classification);
+            let why = if revert_verified {
+                "whose regression test alone also passed at the bad revision"
+            } else {
+                "which was not verified"
+            };
             proposal.notes.push(format!(
-                "the re-runs at bad stopped at {} for the culprit's fix, which was not verified; they were finished ({} of {} runs failed)",
+                "the re-runs at bad stopped at {} for the culprit's fix, {why}; they were finished ({} of {} runs failed)",
                 confirmation.failures_in_a_row(), classification.counts.failures, classification.counts.runs
             ));
             if classification.decision.behaviour != Behaviour::Deterministic {

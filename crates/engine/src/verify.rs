@@ -498,9 +498,7 @@ pub(crate) fn regression_command(
     (shell_words::join(&argv), ctx.spec(&argv, &[]))
 }
 
-/// The note of a regression-before step that is the reproduction's runs
-/// (not run again by the verification).
-pub const REUSED_REPRODUCTION: &str = "the reproduction's runs: same command, same revision";
+pub use crate::classification::REUSED_REPRODUCTION;
 
 /// Steps 1 and 2: the reproduction (from the classification) and the
 /// regression test failing at the bad revision.

@@ -1278,6 +1278,31 @@ async fn the_failure_points_the_search_at_the_commit_that_changed_what_the_test_
         "{}",
         report.to_markdown()
     );
+    // No second round at bad: its 2 failures, the culprit's failing probe
+    // and the verification's run of `test_add` alone at bad (narrower than
+    // the test command) make the 4 failures in a row the fix's clean runs
+    // confirm.
+    let runs = report.reproduction.clone().unwrap().counts.unwrap();
+    assert_eq!((runs.runs, runs.failures), (2, 2), "{runs:?}");
+    assert!(
+        report.notes.iter().any(|n| n.contains(
+            "confirmed by the fix: 4 failures in a row (2 at the bad revision, 1 at revisions the search probed after the culprit, 1 of the regression test alone at the bad revision before the fix)"
+        )),
+        "{:?}",
+        report.notes
+    );
+    let winner = report.winner.as_ref().unwrap();
+    let before: Vec<_> = winner
+        .experiments
+        .iter()
+        .filter(|e| e.step == Step::RegressionBefore)
+        .collect();
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(
+        before[0].command.contains("test_app.py::test_add"),
+        "{before:?}"
+    );
+    assert_eq!(before[0].effective_counts().failures, 1);
 }
 
 #[tokio::test]

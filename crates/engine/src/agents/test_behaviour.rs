@@ -18,6 +18,7 @@ use tracelab_domain::sequential::{
 };
 use tracelab_domain::signature::FailureSignature;
 
+use crate::classification::isolated_command;
 pub use crate::classification::{Classification, FixConfirmation};
 
 /// Re-runs the test at the bad revision, k at a time, until the sequential test decides.
@@ -237,8 +238,9 @@ impl Reproducer {
     /// may stop early once `search_ended` says the search named a culprit:
     /// after `ctx.config.confirm_by_fix_after` failures in a row (no pass,
     /// nothing blocked) — the search's failing probes after the culprit
-    /// count among them — when a fix's clean runs can supply the rest of the
-    /// evidence. Returns the classification so far, and the reproducer to
+    /// count among them, and so does the regression test's run alone at bad
+    /// that the fix's verification makes first — when a fix's clean runs can
+    /// supply the rest of the evidence. Returns the classification so far, and the reproducer to
     /// finish if the fix is not verified.
     pub async fn finish_or_await_fix(
         mut self,
@@ -277,7 +279,12 @@ impl Reproducer {
         let wanted = ctx.config.confirm_by_fix_after;
         let at_bad = self.classifier.failures();
         let clean = at_bad == self.classifier.runs() && self.blocked == 0;
-        let failures = at_bad + search.failing_probes;
+        // The fix's verification runs the regression test alone at bad
+        // before the fix whenever it is narrower than the test command; a
+        // failure there is one more in the row (checked once it ran).
+        let before_failures =
+            u32::from(isolated_command(self.baseline.as_ref(), &ctx.test).is_some());
+        let failures = at_bad + search.failing_probes + before_failures;
         if wanted == 0 || at_bad == 0 || failures < wanted || !clean {
             return None;
         }
@@ -285,6 +292,7 @@ impl Reproducer {
         Some(FixConfirmation {
             failures,
             probe_failures: search.failing_probes,
+            before_failures,
             passes,
             likelihood: flaky_unfixed_likelihood(failures, passes, ctx.config.sequential.flaky_max),
         })
