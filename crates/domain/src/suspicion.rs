@@ -32,6 +32,14 @@ pub mod strength {
 /// a changed line only: the hunk then changed the named function's body.
 const IN_FUNCTION: f64 = 3.0;
 
+/// A match on one word of an identifier (`greater` of `matches_greater`)
+/// counts this share of a match of the whole identifier; a failing test
+/// named `test_greater_than` names the words `greater` and `than` with
+/// this share of its strength. Identifiers split into words is how
+/// IR-based bug localisation matches a report's terms to code (BugLocator,
+/// Zhou et al., ICSE 2012).
+const WORD_SHARE: f64 = 0.5;
+
 /// The share of the prior mass the evidence may move (the rest is spread
 /// evenly, so a misleading failure costs the search about one round).
 const EVIDENCE_SHARE: f64 = 2.0 / 3.0;
@@ -46,8 +54,17 @@ pub struct Focus {
 impl Focus {
     /// Adds `name` with `strength`, keeping the strongest mention. Names
     /// shorter than 3 characters or that are keywords say nothing.
+    /// An identifier of several words also adds each word, at
+    /// [`WORD_SHARE`] of `strength`.
     pub fn add(&mut self, name: &str, strength: f64) {
-        let name = name.trim().to_ascii_lowercase();
+        let name = name.trim();
+        for word in words(name) {
+            self.add_term(word, strength * WORD_SHARE);
+        }
+        self.add_term(name.to_ascii_lowercase(), strength);
+    }
+
+    fn add_term(&mut self, name: String, strength: f64) {
         if name.len() < 3 || is_noise(&name) || !is_identifier(&name) {
             return;
         }
@@ -105,6 +122,10 @@ pub struct Change {
     pub in_functions: BTreeSet<String>,
     /// Identifiers on its added and removed lines, and its files' stems.
     pub on_lines: BTreeSet<String>,
+    /// The words of identifiers of several words in `in_functions`
+    /// (`matches_greater` → `matches`, `greater`) and in `on_lines`.
+    pub function_words: BTreeSet<String>,
+    pub line_words: BTreeSet<String>,
     /// Added plus removed lines.
     pub lines: usize,
 }
@@ -113,11 +134,23 @@ impl Change {
     /// Records the identifiers of a hunk's function context.
     pub fn add_function_context(&mut self, header: &str) {
         self.in_functions.extend(identifiers(header));
+        self.function_words.extend(words(header));
+    }
+
+    /// The functions its hunks really sit in (parsed), replacing what the
+    /// hunk headers said.
+    pub fn place_in_functions<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        self.in_functions.clear();
+        self.function_words.clear();
+        for name in names {
+            self.add_function_context(name);
+        }
     }
 
     /// Records a changed line.
     pub fn add_line(&mut self, line: &str) {
         self.on_lines.extend(identifiers(line));
+        self.line_words.extend(words(line));
         self.lines += 1;
     }
 
@@ -127,10 +160,27 @@ impl Change {
         let name = path.rsplit('/').next().unwrap_or(path);
         let stem = name.split('.').next().unwrap_or(name);
         self.on_lines.extend(identifiers(stem));
+        self.line_words.extend(words(stem));
     }
 
     fn mentions(&self, term: &str) -> bool {
-        self.in_functions.contains(term) || self.on_lines.contains(term)
+        self.in_functions.contains(term)
+            || self.on_lines.contains(term)
+            || self.function_words.contains(term)
+    }
+
+    /// How much a match of `term` here counts: the whole identifier in a
+    /// hunk's function, on a changed line, then a word of one.
+    fn match_weight(&self, term: &str) -> f64 {
+        if self.in_functions.contains(term) {
+            IN_FUNCTION
+        } else if self.on_lines.contains(term) {
+            1.0
+        } else if self.function_words.contains(term) {
+            IN_FUNCTION * WORD_SHARE
+        } else {
+            0.0
+        }
     }
 }
 
@@ -187,15 +237,7 @@ pub fn commit_prior(focus: &Focus, changes: &[Change]) -> Option<CommitPrior> {
         .map(|change| {
             let sum: f64 = terms
                 .iter()
-                .map(|&(term, weighed)| {
-                    if change.in_functions.contains(term) {
-                        weighed * IN_FUNCTION
-                    } else if change.on_lines.contains(term) {
-                        weighed
-                    } else {
-                        0.0
-                    }
-                })
+                .map(|&(term, weighed)| weighed * change.match_weight(term))
                 .sum();
             sum / (1.0 + (1.0 + change.lines as f64 / 200.0).ln())
         })
@@ -221,6 +263,45 @@ pub fn identifiers(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| w.len() >= 3 && !w.as_bytes()[0].is_ascii_digit())
         .map(|w| w.to_ascii_lowercase())
         .filter(|w| !is_noise(w))
+}
+
+/// The words of each identifier of several words in `text`, lowercase:
+/// split at `_` and where the case turns (`matches_greater`, `parseIntList`
+/// and `HTTPServer` → `matches greater`, `parse int list`, `http server`);
+/// short words and keywords left out, as in [`identifiers`]. A one-word
+/// identifier has no words apart from itself.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && !w.as_bytes()[0].is_ascii_digit())
+        .flat_map(|identifier| {
+            let parts = split_words(identifier);
+            let several = parts.len() > 1;
+            parts.into_iter().filter(move |_| several)
+        })
+        .map(|w| w.to_ascii_lowercase())
+        .filter(|w| w.len() >= 3 && !w.as_bytes()[0].is_ascii_digit() && !is_noise(w))
+}
+
+/// `parse_IntList2` → `parse`, `Int`, `List2`; `HTTPServer` → `HTTP`, `Server`.
+fn split_words(identifier: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    for piece in identifier.split('_').filter(|p| !p.is_empty()) {
+        let bytes = piece.as_bytes();
+        let mut start = 0;
+        for i in 1..bytes.len() {
+            let (prev, cur) = (bytes[i - 1], bytes[i]);
+            let next_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            let turn = (prev.is_ascii_lowercase() || prev.is_ascii_digit())
+                && cur.is_ascii_uppercase()
+                || prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower;
+            if turn {
+                parts.push(&piece[start..i]);
+                start = i;
+            }
+        }
+        parts.push(&piece[start..]);
+    }
+    parts
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -453,5 +534,64 @@ mod tests {
         assert_eq!(terms, vec![("first", strength::FRAME_FUNCTION)]);
         let ids: Vec<String> = identifiers("if self.x_1 >= 10 and foo(bar_baz):").collect();
         assert_eq!(ids, vec!["x_1", "foo", "bar_baz"]);
+    }
+
+    #[test]
+    fn identifiers_of_several_words_give_their_words() {
+        let of = |t: &str| words(t).collect::<Vec<_>>();
+        assert_eq!(of("matches_greater"), ["matches", "greater"]);
+        assert_eq!(
+            of("parseIntList(x)"),
+            ["parse", "list"],
+            "`int` is a keyword"
+        );
+        assert_eq!(of("HTTPServer"), ["http", "server"]);
+        assert_eq!(of("uts46_remap"), ["uts46", "remap"]);
+        assert!(
+            of("first").is_empty(),
+            "a one-word identifier is its own word"
+        );
+        assert!(of("_marker").is_empty());
+    }
+
+    #[test]
+    fn a_test_name_points_at_the_function_named_by_its_words() {
+        // `test_greater_than` failed; commit 1 broke `matches_greater`.
+        let mut focus = Focus::default();
+        focus.add("greater_than", strength::TEST_NAME);
+        focus.add("req", strength::TEST_CALLEE);
+        let changes = vec![
+            change(
+                "fn parse_version(input: &str)",
+                &["    let major = digits(input)?;"],
+            ),
+            change(
+                "fn matches_greater(cmp: &Comparator, ver: &Version) -> bool",
+                &["        return ver.major < cmp.major;"],
+            ),
+            change(
+                "fn fmt(&self, f: &mut Formatter)",
+                &["        write!(f, \"{}\", self.major)?;"],
+            ),
+        ];
+        let prior = commit_prior(&focus, &changes).expect("a word matched");
+        assert_eq!(prior.ranked()[0].0, 1, "{:?}", prior.ranked());
+        assert_eq!(prior.ranked().len(), 1);
+    }
+
+    #[test]
+    fn a_whole_identifier_outweighs_a_word_of_one() {
+        // The frame names `first`: the commit that changed `first` leads
+        // the one that changed `first_true`.
+        let mut focus = Focus::default();
+        focus.add("first", strength::FRAME_FUNCTION);
+        let changes = vec![
+            change("def first_true(iterable):", &["    return next(x)"]),
+            change("def first(iterable):", &["    return next(x)"]),
+        ];
+        let prior = commit_prior(&focus, &changes).unwrap();
+        let ranked = prior.ranked();
+        assert_eq!(ranked[0].0, 1, "{ranked:?}");
+        assert!(ranked[0].1 > 3.0 * ranked[1].1, "{ranked:?}");
     }
 }

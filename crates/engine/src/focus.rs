@@ -19,7 +19,7 @@ use tracelab_code_index::extract::parse_file;
 use tracelab_domain::Language;
 use tracelab_domain::oracle::is_test_path;
 use tracelab_domain::suspicion::{
-    Change, CommitPrior, Focus, commit_prior, identifiers, strength, through_calls,
+    Change, CommitPrior, Focus, commit_prior, strength, through_calls,
 };
 use tracelab_evidence::test_run::TestRun;
 
@@ -157,7 +157,7 @@ async fn read_range_evidence(ctx: &Context, focus: &Focus, good: &str) -> Option
     .await;
     for (sha, functions) in placed {
         if let (Some(functions), Some(change)) = (functions, changes.get_mut(sha)) {
-            change.in_functions = functions;
+            change.place_in_functions(functions.iter().map(String::as_str));
         }
     }
     Some(RangeEvidence {
@@ -383,6 +383,28 @@ async fn read_changes(
     Ok(parse_log(&log))
 }
 
+/// Files no failing test runs, apart from the tests themselves:
+/// benchmarks, examples, documentation and CI configuration. A change
+/// there names the code (a benchmark named after the API it measures) but
+/// cannot have broken a test.
+fn is_beside_the_code(path: &str) -> bool {
+    const DIRS: &[&str] = &[
+        "benches",
+        "bench",
+        "benchmarks",
+        "examples",
+        "example",
+        "docs",
+        "doc",
+        ".github",
+        ".circleci",
+        ".gitlab",
+    ];
+    path.split('/')
+        .next()
+        .is_some_and(|top| path.contains('/') && DIRS.contains(&top.to_ascii_lowercase().as_str()))
+}
+
 /// What `git log -p -U0` over a range showed.
 #[derive(Debug, Default)]
 struct LogRead {
@@ -438,7 +460,7 @@ fn parse_log(log: &str) -> LogRead {
                 .map(|(_, b)| b)
                 .unwrap_or(paths)
                 .trim_matches('"');
-            in_tests = is_test_path(path);
+            in_tests = is_test_path(path) || is_beside_the_code(path);
             if !in_tests {
                 change.add_file(path);
                 *files.entry(path.to_string()).or_default() += 1;
@@ -521,7 +543,7 @@ async fn functions_changed(
                     .iter()
                     .filter(|d| d.start_line <= line && line <= d.end_line)
                 {
-                    names.extend(identifiers(&def.name));
+                    names.insert(def.name.clone());
                 }
             }
         }
@@ -611,5 +633,17 @@ mod tests {
         assert!(!a.on_lines.contains("test_first_again"));
         assert_eq!(a.lines, 2);
         assert!(changes["bbb"].on_lines.contains("words"));
+    }
+
+    #[test]
+    fn benchmarks_examples_docs_and_ci_are_left_out_like_tests() {
+        let log = "\0aaa\n\ndiff --git a/benches/parse.rs b/benches/parse.rs\n@@ -3 +3 @@ fn parse_version_req(b: &mut Bencher) {\n-    black_box(req)\n+    hint::black_box(req)\ndiff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml\n@@ -1 +1 @@\n-  rust: [stable]\n+  rust: [stable, beta]\ndiff --git a/src/eval.rs b/src/eval.rs\n@@ -9 +9 @@ fn matches_greater(cmp: &Comparator, ver: &Version) -> bool {\n-    ver.major > cmp.major\n+    ver.major < cmp.major\n";
+        let read = parse_log(log);
+        assert_eq!(read.files, vec!["src/eval.rs"]);
+        let a = &read.changes["aaa"];
+        assert!(a.function_words.contains("greater"), "{a:?}");
+        assert!(!a.function_words.contains("req"), "{a:?}");
+        assert!(!a.on_lines.contains("black_box") && !a.on_lines.contains("beta"));
+        assert!(!is_beside_the_code("docs.rs") && is_beside_the_code("Docs/index.md"));
     }
 }
