@@ -32,8 +32,9 @@ pub mod strength {
 /// a changed line only: the hunk then changed the named function's body.
 const IN_FUNCTION: f64 = 3.0;
 
-/// A match on one word of an identifier (`greater` of `matches_greater`)
-/// counts this share of a match of the whole identifier; a failing test
+/// A match on one word of the name of the function a hunk sits in
+/// (`greater` of `matches_greater`) counts this share of a match of the
+/// whole name; a failing test
 /// named `test_greater_than` names the words `greater` and `than` with
 /// this share of its strength. Identifiers split into words is how
 /// IR-based bug localisation matches a report's terms to code (BugLocator,
@@ -123,9 +124,10 @@ pub struct Change {
     /// Identifiers on its added and removed lines, and its files' stems.
     pub on_lines: BTreeSet<String>,
     /// The words of identifiers of several words in `in_functions`
-    /// (`matches_greater` → `matches`, `greater`) and in `on_lines`.
+    /// (`matches_greater` → `matches`, `greater`). Changed lines give no
+    /// words: they name every type and call they touch (`VersionReq` would
+    /// match a test helper `req` in commits that only use the type).
     pub function_words: BTreeSet<String>,
-    pub line_words: BTreeSet<String>,
     /// Added plus removed lines.
     pub lines: usize,
 }
@@ -150,7 +152,6 @@ impl Change {
     /// Records a changed line.
     pub fn add_line(&mut self, line: &str) {
         self.on_lines.extend(identifiers(line));
-        self.line_words.extend(words(line));
         self.lines += 1;
     }
 
@@ -160,7 +161,6 @@ impl Change {
         let name = path.rsplit('/').next().unwrap_or(path);
         let stem = name.split('.').next().unwrap_or(name);
         self.on_lines.extend(identifiers(stem));
-        self.line_words.extend(words(stem));
     }
 
     fn mentions(&self, term: &str) -> bool {
