@@ -12,8 +12,9 @@
 //! run of the regression test: it counts as one of the clean runs after the
 //! fix that a flaky failure needs (at most one such run counts).
 
-use crate::experiment::{Experiment, Outcome, Step};
+use crate::experiment::{Experiment, Outcome, RunCounts, Step};
 use crate::hypothesis::HypothesisStatus;
+use crate::sequential::{RateDecision, RateTest};
 
 /// The judgement and its one-line reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,9 +40,10 @@ pub fn is_clean_suite_run(e: &Experiment) -> bool {
         && e.counts.is_none()
 }
 
-/// Judges a hypothesis that carries a fix from its experiments.
-/// `required_passes_after` is how many clean runs after the fix a flaky failure needs.
-pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judgement {
+/// Parts 1 and 2, shared by every judgement: nothing blocked, the failure
+/// reproduced, the regression test failed before the fix. Their counts, or
+/// the judgement that ends here.
+fn before_the_fix(experiments: &[Experiment]) -> Result<(RunCounts, RunCounts), Judgement> {
     use HypothesisStatus::*;
     let find = |step: Step| experiments.iter().filter(move |e| e.step == step);
     for step in [
@@ -57,40 +59,59 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
                 .note
                 .clone()
                 .unwrap_or_else(|| "could not run".into());
-            return judgement(Blocked, format!("{} could not run: {why}", step.as_str()));
+            return Err(judgement(
+                Blocked,
+                format!("{} could not run: {why}", step.as_str()),
+            ));
         }
     }
-    let counts = |step: Step| {
-        let mut total = crate::experiment::RunCounts::default();
-        let mut seen = false;
-        for e in find(step) {
-            let c = e.effective_counts();
-            total.runs += c.runs;
-            total.failures += c.failures;
-            total.other += c.other;
-            seen = true;
-        }
-        seen.then_some(total)
-    };
-
-    let Some(repro) = counts(Step::Reproduction) else {
-        return judgement(Inconclusive, "no reproduction experiment");
+    let Some(repro) = step_counts(experiments, Step::Reproduction) else {
+        return Err(judgement(Inconclusive, "no reproduction experiment"));
     };
     if repro.failures == 0 {
-        return judgement(
+        return Err(judgement(
             Inconclusive,
             "the failure did not reproduce at the bad revision",
-        );
+        ));
     }
-    let Some(before) = counts(Step::RegressionBefore) else {
-        return judgement(Inconclusive, "no run of the regression test before the fix");
+    let Some(before) = step_counts(experiments, Step::RegressionBefore) else {
+        return Err(judgement(
+            Inconclusive,
+            "no run of the regression test before the fix",
+        ));
     };
     if before.failures == 0 {
-        return judgement(
+        return Err(judgement(
             Inconclusive,
             "the regression test did not fail before the fix",
-        );
+        ));
     }
+    Ok((repro, before))
+}
+
+/// The runs of `step`'s experiments added up; `None` when there are none.
+fn step_counts(experiments: &[Experiment], step: Step) -> Option<RunCounts> {
+    let mut total = RunCounts::default();
+    let mut seen = false;
+    for e in experiments.iter().filter(|e| e.step == step) {
+        let c = e.effective_counts();
+        total.runs += c.runs;
+        total.failures += c.failures;
+        total.other += c.other;
+        seen = true;
+    }
+    seen.then_some(total)
+}
+
+/// Judges a hypothesis that carries a fix from its experiments.
+/// `required_passes_after` is how many clean runs after the fix a flaky failure needs.
+pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judgement {
+    use HypothesisStatus::*;
+    let (repro, before) = match before_the_fix(experiments) {
+        Ok(counts) => counts,
+        Err(j) => return j,
+    };
+    let counts = |step: Step| step_counts(experiments, step);
     let Some(after) = counts(Step::RegressionAfter) else {
         return judgement(Inconclusive, "no run of the regression test after the fix");
     };
@@ -150,6 +171,88 @@ pub fn judge_fix(experiments: &[Experiment], required_passes_after: u32) -> Judg
             repro.failures, repro.runs, after.runs
         ),
     )
+}
+
+/// What a fix of a **flakiness regression** is judged against: the
+/// failure rate at the bad revision (`high`) and the background rate before
+/// the culprit (`low`), as the flake-aware search measured them, with the
+/// error probability of calling one for the other (`miss`). Such a fix
+/// brings the rate back to `low`, not to zero: a test that failed 5 % of
+/// the time before the culprit still fails now and then after its revert.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RateOracle {
+    pub low: f64,
+    pub high: f64,
+    pub miss: f64,
+}
+
+impl RateOracle {
+    /// The sequential test between the two rates a fix's runs feed.
+    pub fn test(&self) -> RateTest {
+        RateTest::new(self.low, self.high, self.miss, self.miss, u32::MAX)
+    }
+}
+
+/// [`judge_fix`] for a fix of a flakiness regression: parts 1 and 2 as
+/// there; part 3 is a sequential test between the two rates over the runs
+/// of the regression test after the fix (a run of part 4 that fails with
+/// the failure under investigation and nothing else is one more failing
+/// run, a clean one one more pass); part 4 may not fail in any other way.
+pub fn judge_rate_fix(experiments: &[Experiment], rates: RateOracle) -> Judgement {
+    use HypothesisStatus::*;
+    let (repro, _) = match before_the_fix(experiments) {
+        Ok(counts) => counts,
+        Err(j) => return j,
+    };
+    let Some(after) = step_counts(experiments, Step::RegressionAfter) else {
+        return judgement(Inconclusive, "no run of the regression test after the fix");
+    };
+    if after.other > 0 {
+        return judgement(
+            Rejected,
+            "after the fix the regression test fails for another reason",
+        );
+    }
+    let Some(existing) = experiments.iter().find(|e| e.step == Step::ExistingTests) else {
+        return judgement(Inconclusive, "no run of the existing tests after the fix");
+    };
+    let (mut failures, mut runs) = (after.failures, after.runs);
+    match existing.outcome {
+        Outcome::Fail if existing.counts.is_none() => {
+            failures += 1;
+            runs += 1;
+        }
+        Outcome::Pass if is_clean_suite_run(existing) => runs += 1,
+        Outcome::Pass => {}
+        _ => return judgement(Rejected, "existing tests fail after the fix"),
+    }
+    let mut test = rates.test();
+    (0..failures).for_each(|_| test.record(true));
+    (failures..runs).for_each(|_| test.record(false));
+    let rate = |r: f64| format!("{:.0} %", r * 100.0);
+    let seen = format!(
+        "{failures} of {runs} runs failed after the fix ({}), against {} at the bad revision and {} before the culprit",
+        rate(f64::from(failures) / f64::from(runs.max(1))),
+        rate(rates.high),
+        rate(rates.low)
+    );
+    match test.decision() {
+        Some((RateDecision::Low, _)) => judgement(
+            Verified,
+            format!(
+                "reproduced ({}/{} runs failed), failed before the fix; after it the failure rate is back to the rate before the culprit: {seen}; existing tests pass",
+                repro.failures, repro.runs
+            ),
+        ),
+        Some((RateDecision::High, _)) => judgement(
+            Rejected,
+            format!("the regression test still fails at the raised rate: {seen}"),
+        ),
+        None => judgement(
+            Inconclusive,
+            format!("too few runs to tell the two rates apart: {seen}"),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -303,5 +406,55 @@ mod tests {
             exp(Step::ExistingTests, Outcome::Pass),
         ];
         assert_eq!(judge_fix(&experiments, 13).status, Inconclusive);
+    }
+
+    const RATES: RateOracle = RateOracle {
+        low: 0.05,
+        high: 0.3,
+        miss: 0.01,
+    };
+
+    fn rate_fix(after_runs: u32, after_failures: u32, existing: Outcome) -> Vec<Experiment> {
+        vec![
+            batch(Step::Reproduction, 24, 7),
+            batch(Step::RegressionBefore, 1, 1),
+            batch(Step::RegressionAfter, after_runs, after_failures),
+            exp(Step::ExistingTests, existing),
+        ]
+    }
+
+    #[test]
+    fn a_flakiness_regressions_fix_may_fail_at_the_rate_before_the_culprit() {
+        // 1 of 25 after the fix: the background rate, not the raised one.
+        let j = judge_rate_fix(&rate_fix(24, 1, Outcome::Pass), RATES);
+        assert_eq!(j.status, Verified, "{}", j.reason);
+        assert!(
+            j.reason.contains("1 of 25 runs failed after the fix"),
+            "{}",
+            j.reason
+        );
+        // The suite failing with the failure itself is one more failing run.
+        let j = judge_rate_fix(&rate_fix(24, 0, Outcome::Fail), RATES);
+        assert_eq!(j.status, Verified, "{}", j.reason);
+        // The same runs under the deterministic contract: rejected.
+        assert_eq!(
+            judge_fix(&rate_fix(24, 1, Outcome::Pass), 15).status,
+            Rejected
+        );
+    }
+
+    #[test]
+    fn a_fix_that_leaves_the_raised_rate_or_says_too_little_is_not_verified() {
+        let j = judge_rate_fix(&rate_fix(10, 4, Outcome::Pass), RATES);
+        assert_eq!(j.status, Rejected, "{}", j.reason);
+        assert!(j.reason.contains("raised rate"), "{}", j.reason);
+        let j = judge_rate_fix(&rate_fix(3, 0, Outcome::Pass), RATES);
+        assert_eq!(j.status, Inconclusive, "{}", j.reason);
+        let j = judge_rate_fix(&rate_fix(24, 0, Outcome::FailedDifferently), RATES);
+        assert_eq!(j.status, Rejected, "{}", j.reason);
+        // Parts 1 and 2 still hold first.
+        let mut no_before = rate_fix(24, 0, Outcome::Pass);
+        no_before[1] = batch(Step::RegressionBefore, 3, 0);
+        assert_eq!(judge_rate_fix(&no_before, RATES).status, Inconclusive);
     }
 }

@@ -151,9 +151,7 @@ impl Git {
     }
 
     pub async fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
-        let out = Command::new("git")
-            .args(["-c", "safe.directory=*", "-C"])
-            .arg(&self.repo)
+        let out = git_command(&self.repo)
             .args(["merge-base", "--is-ancestor", ancestor, descendant])
             .output()
             .await
@@ -272,9 +270,7 @@ impl Git {
             Ok(_) => {}
             Err(_) => return Ok(None),
         }
-        let out = Command::new("git")
-            .args(["-c", "safe.directory=*", "-C"])
-            .arg(&self.repo)
+        let out = git_command(&self.repo)
             .args(["cat-file", "blob", &spec])
             .output()
             .await

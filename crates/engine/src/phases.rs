@@ -5,6 +5,7 @@
 
 use crate::agents::test_behaviour::{Classification, Reproducer};
 use serde::{Deserialize, Serialize};
+use tracelab_domain::contract::RateOracle;
 use tracelab_domain::hypothesis::Hypothesis;
 use tracelab_domain::report::{BisectSummary, Suspect};
 use tracelab_domain::sequential::Behaviour;
@@ -34,6 +35,10 @@ pub struct RevertCandidate {
     pub culprit: String,
     /// Consecutive passes that make the fixed test trustworthy (flake model).
     pub passes_needed: u32,
+    /// For a flakiness regression: the rates its fix is judged between
+    /// (the fix brings the rate back to the background rate, not to zero).
+    #[serde(default)]
+    pub rates: Option<RateOracle>,
 }
 
 /// What the agents established before verification.

@@ -9,7 +9,7 @@ use crate::pool::PoolRun;
 use crate::probe::{Judged, batch_experiment, judge};
 use std::collections::BTreeSet;
 use tracelab_code_index::symbol_revert::{FileVersions, changed_symbols, restore_symbols};
-use tracelab_domain::contract::{self, judge_fix};
+use tracelab_domain::contract::{self, RateOracle, judge_fix};
 use tracelab_domain::experiment::{Experiment, Outcome, Step};
 use tracelab_domain::hypothesis::{AgentKind, Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::ids::{HypothesisId, hypothesis_branch};
@@ -295,12 +295,57 @@ async fn runs_until(
     Ok(runs)
 }
 
+/// Runs `spec` until the sequential test between `rates` decides (a run
+/// that fails for another reason or is blocked ends it: the judgement
+/// rejects or blocks), at most [`MAX_RATE_RUNS`] runs.
+async fn runs_until_rate_decided(
+    sandbox: &dyn Sandbox,
+    spec: &CommandSpec,
+    rates: RateOracle,
+    runner: runner::Runner,
+    baseline: Option<&FailureSignature>,
+) -> Result<Vec<Judged>> {
+    let mut test = rates.test();
+    let mut runs = Vec::new();
+    while test.decision().is_none() && runs.len() < MAX_RATE_RUNS {
+        let judged = exec_judged(sandbox, spec, runner, baseline).await?;
+        match judged.outcome {
+            Outcome::Fail => test.record(true),
+            Outcome::Pass => test.record(false),
+            Outcome::FailedDifferently | Outcome::Blocked => {
+                runs.push(judged);
+                break;
+            }
+        }
+        runs.push(judged);
+    }
+    Ok(runs)
+}
+
+/// The most runs of a flakiness regression's fix: the sequential test
+/// between 5 % and 30 % at 1 % errors decides within about 20 when the
+/// rate is either.
+const MAX_RATE_RUNS: usize = 60;
+
 /// What judges a fix: the classified failure, and the clean runs after
 /// the fix that make it trustworthy.
 #[derive(Clone, Copy)]
 pub(crate) struct Judging<'a> {
     pub classification: &'a Classification,
     pub passes_needed: u32,
+    /// A flakiness regression's rates: the fix's runs are judged between
+    /// them ([`contract::judge_rate_fix`]).
+    pub rates: Option<RateOracle>,
+}
+
+impl Judging<'_> {
+    /// The contract's judgement of a fix's experiments.
+    pub(crate) fn judge(&self, experiments: &[Experiment]) -> contract::Judgement {
+        match self.rates {
+            Some(rates) => contract::judge_rate_fix(experiments, rates),
+            None => judge_fix(experiments, self.passes_needed),
+        }
+    }
 }
 
 /// Everything a revert verification needs to know.
@@ -310,6 +355,8 @@ pub struct RevertPlan<'a> {
     pub classification: &'a Classification,
     /// Clean runs after the fix needed to trust it (1 for a deterministic failure).
     pub passes_needed: u32,
+    /// Set for a flakiness regression ([`Judging::rates`]).
+    pub rates: Option<RateOracle>,
 }
 
 impl RevertPlan<'_> {
@@ -317,6 +364,7 @@ impl RevertPlan<'_> {
         Judging {
             classification: self.classification,
             passes_needed: self.passes_needed,
+            rates: self.rates,
         }
     }
 }
@@ -343,7 +391,9 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     h.culprit = Some(info.clone());
     h.branch = Some(branch.clone());
 
+    let started = std::time::Instant::now();
     let (fixes, dropped) = candidates(ctx, &plan).await?;
+    let candidates_built = started.elapsed();
     let dropped_note = (!dropped.is_empty()).then(|| {
         format!(
             "hunks in test files were dropped (the oracle is fixed): {}",
@@ -360,11 +410,13 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     }
 
     let (worktree, sandbox) = hypothesis_slot(ctx, number, &branch).await?;
+    let slot_opened = started.elapsed();
     let mut earlier: Vec<String> = Vec::new();
     let result = async {
         // 1-2. Reproduction and the regression test before the fix, once for
         // every attempt: they run at the bad revision.
         let before = regression_before(ctx, plan.judging(), sandbox.as_ref()).await?;
+        let before_ran = started.elapsed();
         let mut attempts = 0;
         let mut queue: std::collections::VecDeque<Fix> = fixes.into();
         while let Some(fix) = queue.pop_front() {
@@ -401,7 +453,16 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
                 &message,
             )
             .await?;
-            let judgement = judge_fix(&experiments, plan.passes_needed);
+            tracing::debug!(
+                hypothesis = number,
+                candidates_ms = candidates_built.as_millis() as u64,
+                slot_ms = (slot_opened - candidates_built).as_millis() as u64,
+                before_ms = (before_ran - slot_opened).as_millis() as u64,
+                total_ms = started.elapsed().as_millis() as u64,
+                scope = scope.as_str(),
+                "revert verification attempt"
+            );
+            let judgement = plan.judging().judge(&experiments);
             h.experiments = experiments;
             h.patch = patch_text;
             h.status = judgement.status;
@@ -591,15 +652,24 @@ pub(crate) async fn run_contract(
     // test (`contract::judge_fix`), so the last isolated run is made only
     // when step 4 is not clean.
     let isolated = plan.passes_needed.saturating_sub(1).max(1);
-    let mut after = runs_until(
-        sandbox,
-        &regression,
-        isolated,
-        Outcome::Fail,
-        runner,
-        baseline,
-    )
-    .await?;
+    let mut after = match plan.rates {
+        // A flakiness regression's fix may fail at the background rate:
+        // its runs go on until the test between the two rates decides.
+        Some(rates) => {
+            runs_until_rate_decided(sandbox, &regression, rates, runner, baseline).await?
+        }
+        None => {
+            runs_until(
+                sandbox,
+                &regression,
+                isolated,
+                Outcome::Fail,
+                runner,
+                baseline,
+            )
+            .await?
+        }
+    };
 
     // 4. The relevant existing tests pass after the fix: the whole test command,
     // allowing failures that already happened at the bad revision.
@@ -633,7 +703,7 @@ pub(crate) async fn run_contract(
     let short = plan
         .passes_needed
         .saturating_sub(passes + u32::from(suite_clean));
-    if short > 0 && passes == after.len() as u32 {
+    if plan.rates.is_none() && short > 0 && passes == after.len() as u32 {
         after.extend(
             runs_until(sandbox, &regression, short, Outcome::Fail, runner, baseline).await?,
         );

@@ -704,6 +704,16 @@ async fn a_raised_failure_rate_is_a_flakiness_regression_with_its_commit() {
         "the re-test is in the search's trail: {:?}",
         bisect.probes
     );
+    // The revert brings the rate back to one run in two, not to zero: it
+    // is judged between the two rates, and verified.
+    assert!(culprit.verified, "{}", culprit.verification);
+    assert!(
+        culprit
+            .verification
+            .contains("back to the rate before the culprit"),
+        "{}",
+        culprit.verification
+    );
 }
 
 /// Progress lines, kept in order.

@@ -273,6 +273,10 @@ impl Investigator {
                     issue_id: event.issue_id.clone(),
                     culprit: candidate.culprit.clone(),
                     passes_needed: candidate.passes_needed,
+                    rates_json: candidate
+                        .rates
+                        .map(|r| serde_json::to_vec(&r).expect("rates serialise"))
+                        .unwrap_or_default(),
                     classification_json: classification.clone(),
                     limits: event.limits.or(Some(Limits::default())),
                     suspects_json,
@@ -306,6 +310,7 @@ impl Investigator {
                     limits: event.limits.or(Some(Limits::default())),
                     suspects_json: suspects,
                     follow_up_number: 0,
+                    rates_json: Vec::new(),
                 });
             }
         }

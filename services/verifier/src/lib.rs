@@ -287,6 +287,7 @@ impl Verifier {
             kind: HypothesisKind::Repair as i32,
             passes_needed: 1,
             follow_up_number: 0,
+            rates_json: Vec::new(),
             ..job.clone()
         };
         events::publish(
@@ -354,6 +355,14 @@ impl Verifier {
                     number: job.number,
                     culprit: job.culprit.clone(),
                     passes_needed: job.passes_needed,
+                    rates: (!job.rates_json.is_empty())
+                        .then(|| serde_json::from_slice(&job.rates_json))
+                        .transpose()
+                        .map_err(|e| {
+                            tracelab_domain::Error::invalid(format!(
+                                "the job's rates are not valid JSON: {e}"
+                            ))
+                        })?,
                 };
                 verify_candidate(&session.ctx, &classification, &candidate).await
             }

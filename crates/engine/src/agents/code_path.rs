@@ -61,6 +61,7 @@ pub async fn suspects_for(
     let bad = ctx.bad.clone();
     ctx.progress
         .report("code-path: locating the failure in the code");
+    let started = std::time::Instant::now();
     let located = tokio::task::spawn_blocking(move || {
         // A private cache: investigations of one repository may run at once,
         // and the index's cache expects one writer per process.
@@ -77,6 +78,11 @@ pub async fn suspects_for(
     .await
     .map_err(|e| format!("code-path agent stopped: {e}"))?
     .map_err(|e| format!("code-path agent could not read the repository: {e}"))?;
+    tracing::debug!(
+        ms = started.elapsed().as_millis() as u64,
+        symbols = located.symbols.len(),
+        "code-path suspects located"
+    );
     Ok(located
         .symbols
         .into_iter()

@@ -28,6 +28,7 @@ pub async fn verify_candidate(
             culprit: &candidate.culprit,
             classification,
             passes_needed: candidate.passes_needed,
+            rates: candidate.rates,
         },
     )
     .await

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tracelab_domain::Result;
 use tracelab_domain::bisect::ProbeResult;
+use tracelab_domain::contract::RateOracle;
 use tracelab_domain::experiment::RunCounts;
 use tracelab_domain::hypothesis::{FlakyStats, Hypothesis};
 use tracelab_domain::ids::HypothesisId;
@@ -370,6 +371,11 @@ async fn propose_classified(
                 number: proposal.hypotheses.len() as u32 + 1,
                 culprit,
                 passes_needed: model.passes_needed,
+                rates: model.background_rate.map(|low| RateOracle {
+                    low,
+                    high: model.failure_rate,
+                    miss: model.miss,
+                }),
             });
         }
     }

@@ -136,6 +136,7 @@ impl<'a> Prover<'a> {
         Judging {
             classification: self.classification,
             passes_needed: 1,
+            rates: None,
         }
     }
 
