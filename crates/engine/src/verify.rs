@@ -1,6 +1,8 @@
 //! Verification of fix hypotheses under the four-part contract, each in its
 //! own worktree on branch `ai-debug/{ISSUE_ID}-h{N}`.
 
+pub use crate::classification::REUSED_REPRODUCTION;
+
 use crate::classification::Classification;
 use crate::context::Context;
 use crate::git::Worktree;
@@ -558,8 +560,6 @@ pub(crate) fn regression_command(
         .unwrap_or_else(|| ctx.test.argv.clone());
     (shell_words::join(&argv), ctx.spec(&argv, &[]))
 }
-
-pub use crate::classification::REUSED_REPRODUCTION;
 
 /// Steps 1 and 2: the reproduction (from the classification) and the
 /// regression test failing at the bad revision.
