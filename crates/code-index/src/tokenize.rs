@@ -12,30 +12,7 @@ const STOP: &[&str] = &[
     "ts", "go", "java", "src", "lib",
 ];
 
-/// Splits one identifier into lower-case parts.
-pub fn split_identifier(word: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    for chunk in word.split(['_', '$', '-']) {
-        let chars: Vec<char> = chunk.chars().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (prev, cur) = (chars[i - 1], chars[i]);
-            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-            let boundary = (prev.is_lowercase() && cur.is_uppercase())
-                || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
-                || (prev.is_alphabetic() && cur.is_ascii_digit())
-                || (prev.is_ascii_digit() && cur.is_alphabetic());
-            if boundary {
-                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
-                start = i;
-            }
-        }
-        if start < chars.len() {
-            parts.push(chars[start..].iter().collect::<String>().to_lowercase());
-        }
-    }
-    parts
-}
+pub use tracelab_domain::identifier::split_identifier;
 
 /// Calls `f` for each token of `text` (an identifier's parts and, when it
 /// has several, the whole identifier too).

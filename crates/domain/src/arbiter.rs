@@ -5,18 +5,13 @@
 //! tests passing; then kind (a fix explains more than a classification);
 //! then the smaller patch; then the lower hypothesis number, so ties are stable.
 
-use crate::experiment::{Outcome, RunCounts, Step};
+use crate::contract::step_counts;
+use crate::experiment::{Outcome, Step};
 use crate::hypothesis::{Hypothesis, HypothesisStatus};
 use std::cmp::Ordering;
 
 fn rate(h: &Hypothesis, step: Step, failures: bool) -> f64 {
-    let mut total = RunCounts::default();
-    for e in h.experiments.iter().filter(|e| e.step == step) {
-        let c = e.effective_counts();
-        total.runs += c.runs;
-        total.failures += c.failures;
-        total.other += c.other;
-    }
+    let total = step_counts(&h.experiments, step).unwrap_or_default();
     let judged = total.failures + total.passes();
     if judged == 0 {
         return 0.0;
@@ -68,7 +63,7 @@ pub fn select_winner(hypotheses: &[Hypothesis]) -> Option<&Hypothesis> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::Experiment;
+    use crate::experiment::{Experiment, RunCounts};
     use crate::hypothesis::{AgentKind, HypothesisKind};
     use crate::ids::{HypothesisId, InvestigationId};
 

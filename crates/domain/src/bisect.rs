@@ -609,11 +609,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn finds_a_culprit_on_a_merged_side_branch() {
-        // 0 - 1 - 2 ------- 6 (merge of 2 and 5) - 7
-        //      \- 3 - 4 - 5 /
-        let parents = vec![
+    /// `0 - 1 - 2 ------- 6 (merge of 2 and 5) - 7`, with `3 - 4 - 5`
+    /// branching off 1.
+    fn merged_side_branch() -> Vec<Vec<usize>> {
+        vec![
             vec![],
             vec![0],
             vec![1],
@@ -622,7 +621,12 @@ mod tests {
             vec![4],
             vec![2, 5],
             vec![6],
-        ];
+        ]
+    }
+
+    #[test]
+    fn finds_a_culprit_on_a_merged_side_branch() {
+        let parents = merged_side_branch();
         // The culprit is 4 on the side branch: bad are 4, 5 and everything after the merge.
         let bad = |i: usize| [4, 5, 6, 7].contains(&i);
         for k in [1, 2, 3] {
@@ -633,32 +637,14 @@ mod tests {
 
     #[test]
     fn a_merge_can_itself_be_the_culprit() {
-        let parents = vec![
-            vec![],
-            vec![0],
-            vec![1],
-            vec![1],
-            vec![3],
-            vec![4],
-            vec![2, 5],
-            vec![6],
-        ];
+        let parents = merged_side_branch();
         let (outcome, _, _) = run(&parents, 2, |i| i >= 6, &[]);
         assert_eq!(outcome, SearchOutcome::Culprit(6));
     }
 
     #[test]
     fn a_prior_guides_the_search_through_merges() {
-        let parents = vec![
-            vec![],
-            vec![0],
-            vec![1],
-            vec![1],
-            vec![3],
-            vec![4],
-            vec![2, 5],
-            vec![6],
-        ];
+        let parents = merged_side_branch();
         let bad = |i: usize| [4, 5, 6, 7].contains(&i);
         for suspect in 0..7 {
             let mut w = vec![1.0; 8];

@@ -90,17 +90,10 @@ fn before_the_fix(experiments: &[Experiment]) -> Result<(RunCounts, RunCounts), 
 }
 
 /// The runs of `step`'s experiments added up; `None` when there are none.
-fn step_counts(experiments: &[Experiment], step: Step) -> Option<RunCounts> {
-    let mut total = RunCounts::default();
-    let mut seen = false;
-    for e in experiments.iter().filter(|e| e.step == step) {
-        let c = e.effective_counts();
-        total.runs += c.runs;
-        total.failures += c.failures;
-        total.other += c.other;
-        seen = true;
-    }
-    seen.then_some(total)
+pub(crate) fn step_counts(experiments: &[Experiment], step: Step) -> Option<RunCounts> {
+    let mut of_step = experiments.iter().filter(|e| e.step == step).peekable();
+    of_step.peek()?;
+    Some(of_step.fold(RunCounts::default(), |t, e| t.plus(e.effective_counts())))
 }
 
 /// Judges a hypothesis that carries a fix from its experiments.

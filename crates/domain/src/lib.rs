@@ -17,6 +17,7 @@ pub mod error;
 pub mod experiment;
 pub mod frame;
 pub mod hypothesis;
+pub mod identifier;
 pub mod ids;
 pub mod journal;
 pub mod language;

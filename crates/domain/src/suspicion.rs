@@ -14,6 +14,7 @@
 //! The prior changes only the order of the probes, never the answer: the
 //! search still ends where a good revision's child is bad.
 
+use crate::identifier::split_identifier;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How strongly the evidence names a term.
@@ -265,43 +266,20 @@ pub fn identifiers(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| !is_noise(w))
 }
 
-/// The words of each identifier of several words in `text`, lowercase:
-/// split at `_` and where the case turns (`matches_greater`, `parseIntList`
-/// and `HTTPServer` → `matches greater`, `parse int list`, `http server`);
-/// short words and keywords left out, as in [`identifiers`]. A one-word
-/// identifier has no words apart from itself.
+/// The words of each identifier of several words in `text`, lowercase
+/// ([`split_identifier`]: `matches_greater`, `parseIntList` and
+/// `HTTPServer` → `matches greater`, `parse int list`, `http server`);
+/// short words, numbers and keywords left out, as in [`identifiers`]. A
+/// one-word identifier has no words apart from itself.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty() && !w.as_bytes()[0].is_ascii_digit())
         .flat_map(|identifier| {
-            let parts = split_words(identifier);
+            let parts = split_identifier(identifier);
             let several = parts.len() > 1;
             parts.into_iter().filter(move |_| several)
         })
-        .map(|w| w.to_ascii_lowercase())
         .filter(|w| w.len() >= 3 && !w.as_bytes()[0].is_ascii_digit() && !is_noise(w))
-}
-
-/// `parse_IntList2` → `parse`, `Int`, `List2`; `HTTPServer` → `HTTP`, `Server`.
-fn split_words(identifier: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    for piece in identifier.split('_').filter(|p| !p.is_empty()) {
-        let bytes = piece.as_bytes();
-        let mut start = 0;
-        for i in 1..bytes.len() {
-            let (prev, cur) = (bytes[i - 1], bytes[i]);
-            let next_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
-            let turn = (prev.is_ascii_lowercase() || prev.is_ascii_digit())
-                && cur.is_ascii_uppercase()
-                || prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower;
-            if turn {
-                parts.push(&piece[start..i]);
-                start = i;
-            }
-        }
-        parts.push(&piece[start..]);
-    }
-    parts
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -554,7 +532,7 @@ mod tests {
             "`int` is a keyword"
         );
         assert_eq!(of("HTTPServer"), ["http", "server"]);
-        assert_eq!(of("uts46_remap"), ["uts46", "remap"]);
+        assert_eq!(of("uts46_remap"), ["uts", "remap"]);
         assert!(
             of("first").is_empty(),
             "a one-word identifier is its own word"

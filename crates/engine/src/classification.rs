@@ -94,15 +94,12 @@ impl FixConfirmation {
         if self.before_failures == 0 {
             return true;
         }
-        let mut counts = RunCounts::default();
-        for e in experiments.iter().filter(|e| {
-            e.step == Step::RegressionBefore && e.note.as_deref() != Some(REUSED_REPRODUCTION)
-        }) {
-            let c = e.effective_counts();
-            counts.runs += c.runs;
-            counts.failures += c.failures;
-            counts.other += c.other;
-        }
+        let counts = experiments
+            .iter()
+            .filter(|e| {
+                e.step == Step::RegressionBefore && e.note.as_deref() != Some(REUSED_REPRODUCTION)
+            })
+            .fold(RunCounts::default(), |t, e| t.plus(e.effective_counts()));
         counts.failures >= self.before_failures && counts.failures == counts.runs
     }
 
