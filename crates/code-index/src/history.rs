@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::indexer::{Indexer, resolve_commit};
+use crate::lang::Language;
 use crate::model::SymbolKind;
 use crate::snapshot::file_symbols;
 use git2::{Commit, DiffFindOptions, DiffOptions, Oid, Repository, Sort};
@@ -137,6 +138,35 @@ pub fn commits(
     Ok(out)
 }
 
+/// Both sides of every file the `commits` changed against their first
+/// parents, in a language the index reads: the blobs [`commit_changes`]
+/// parses, listed without parsing them so they can be parsed together
+/// (and in parallel) first.
+pub fn changed_blobs(repo: &Repository, commits: &[Oid]) -> Result<Vec<(String, Oid, Language)>> {
+    let mut out = Vec::new();
+    for oid in commits {
+        let commit = repo.find_commit(*oid)?;
+        let tree = commit.tree()?;
+        let parent_tree = match commit.parent(0) {
+            Ok(p) => Some(p.tree()?),
+            Err(_) => None,
+        };
+        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None)?;
+        for delta in diff.deltas() {
+            for side in [delta.old_file(), delta.new_file()] {
+                let (Some(path), false) = (side.path().map(path_string), side.id().is_zero())
+                else {
+                    continue;
+                };
+                if let Some(language) = Language::from_path(&path) {
+                    out.push((path, side.id(), language));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The changes of commit `rev` against its first parent (the empty tree for
 /// a root commit), restricted to `paths` when given, with touched symbols.
 pub fn commit_changes(
@@ -144,6 +174,19 @@ pub fn commit_changes(
     indexer: &Indexer,
     rev: &str,
     paths: Option<&[&str]>,
+) -> Result<CommitChanges> {
+    commit_changes_where(repo, indexer, rev, paths, |_| true)
+}
+
+/// [`commit_changes`] with the touched symbols of the files `symbols_of`
+/// accepts only (the others keep their hunks, with no symbols, and are not
+/// parsed).
+pub fn commit_changes_where(
+    repo: &Repository,
+    indexer: &Indexer,
+    rev: &str,
+    paths: Option<&[&str]>,
+    symbols_of: impl Fn(&str) -> bool,
 ) -> Result<CommitChanges> {
     let commit = resolve_commit(repo, Some(rev))?;
     let tree = commit.tree()?;
@@ -168,8 +211,10 @@ pub fn commit_changes(
         let old_path = delta.old_file().path().map(path_string);
         let new_path = delta.new_file().path().map(path_string);
         let status = format!("{:?}", delta.status()).to_lowercase();
-        let old_syms = side_symbols(repo, indexer, delta.old_file().id(), old_path.as_deref())?;
-        let new_syms = side_symbols(repo, indexer, delta.new_file().id(), new_path.as_deref())?;
+        let old_wanted = old_path.as_deref().filter(|p| symbols_of(p));
+        let new_wanted = new_path.as_deref().filter(|p| symbols_of(p));
+        let old_syms = side_symbols(repo, indexer, delta.old_file().id(), old_wanted)?;
+        let new_syms = side_symbols(repo, indexer, delta.new_file().id(), new_wanted)?;
         let mut hunks = Vec::new();
         if let Some(patch) = git2::Patch::from_diff(&diff, idx)? {
             for h in 0..patch.num_hunks() {

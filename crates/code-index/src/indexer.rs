@@ -159,9 +159,9 @@ impl Indexer {
         Ok((snap, summary))
     }
 
-    /// Parses the blobs of `entries` the cache does not hold; returns how many
-    /// were parsed and their total size.
-    fn parse_blobs(
+    /// Parses the blobs of `entries` the cache does not hold, in parallel;
+    /// returns how many were parsed and their total size.
+    pub(crate) fn parse_blobs(
         &self,
         repo: &Repository,
         entries: &[(String, Oid, Language)],
@@ -178,19 +178,8 @@ impl Indexer {
             let blob = repo.find_blob(*oid)?;
             let content = blob.content();
             if content.len() > MAX_FILE_BYTES {
-                let diag = crate::model::Diagnostic {
-                    line: 1,
-                    message: format!("skipped: {} bytes", content.len()),
-                };
-                let parsed = ParsedFile {
-                    language: *lang,
-                    module_hint: None,
-                    defs: Vec::new(),
-                    imports: Vec::new(),
-                    diagnostics: vec![diag],
-                    lines: 0,
-                };
-                self.cache.insert(key, Arc::new(parsed));
+                self.cache
+                    .insert(key, Arc::new(too_large(*lang, content.len())));
                 continue;
             }
             todo.push((key, path.as_str(), *lang, content.to_vec()));
@@ -229,10 +218,32 @@ impl Indexer {
             return Ok(Some(p));
         }
         let blob = repo.find_blob(oid)?;
-        let parsed = Arc::new(parse_file(lang, path, blob.content()));
+        let content = blob.content();
+        if content.len() > MAX_FILE_BYTES {
+            let parsed = Arc::new(too_large(lang, content.len()));
+            self.cache.insert(key, parsed.clone());
+            return Ok(Some(parsed));
+        }
+        let parsed = Arc::new(parse_file(lang, path, content));
         self.cache.count_parse(1);
         self.cache.insert(key, parsed.clone());
         Ok(Some(parsed))
+    }
+}
+
+/// What a file above [`MAX_FILE_BYTES`] is indexed as: no symbols, and a
+/// diagnostic saying why.
+fn too_large(language: Language, bytes: usize) -> ParsedFile {
+    ParsedFile {
+        language,
+        module_hint: None,
+        defs: Vec::new(),
+        imports: Vec::new(),
+        diagnostics: vec![crate::model::Diagnostic {
+            line: 1,
+            message: format!("skipped: {bytes} bytes"),
+        }],
+        lines: 0,
     }
 }
 

@@ -67,6 +67,13 @@ pub struct LocateOptions {
     pub max_commits: usize,
     /// Whether test files may be suspects (they always seed the failing path).
     pub include_tests: bool,
+    /// Whether the history window's test files are parsed for the symbols
+    /// their commits touched. Only the commits' ranking reads those (a
+    /// commit that changed a failing test function); a caller that wants
+    /// suspects alone, without test files among them, skips them: on a
+    /// project whose tests change with most commits they were a third or
+    /// more of the history's parsing.
+    pub test_history: bool,
     pub weights: Weights,
     pub half_life_days: f64,
     pub embedder: Option<Arc<dyn Embedder>>,
@@ -104,6 +111,7 @@ impl Default for LocateOptions {
             since_rev: None,
             max_commits: 100,
             include_tests: false,
+            test_history: true,
             weights: Weights::default(),
             half_life_days: 14.0,
             embedder: None,

@@ -192,3 +192,48 @@ fn wrong_value_without_a_crash_in_the_faulty_function() {
     );
     assert_eq!(n.callers[0].symbol, "py:tests.test_cart.test_checkout_half");
 }
+
+#[test]
+fn suspects_alone_leave_the_test_files_of_the_history_unparsed() {
+    let (repo, _) = repo();
+    // A later commit changes the failing test's file and the code beside it.
+    repo.write(
+        "tests/test_cart.py",
+        &format!("{TEST}\n\ndef test_tax():\n    assert True\n"),
+    );
+    repo.write(
+        "shop/cart.py",
+        &format!("{CART}\n\ndef empty():\n    return Cart()\n"),
+    );
+    repo.commit("Add an empty cart");
+    let r = git2::Repository::open(repo.path()).unwrap();
+    let run = |test_history: bool| {
+        let indexer = Indexer::in_memory();
+        let opts = LocateOptions {
+            test_history,
+            ..LocateOptions::default()
+        };
+        let locator = Locator::build(&r, &indexer, &opts).unwrap();
+        let touched: Vec<String> = locator
+            .window()
+            .iter()
+            .flat_map(|c| c.touched_symbols())
+            .collect();
+        let located = locator.locate(TRACEBACK).unwrap();
+        (located.symbols, touched, indexer.cache().parse_count())
+    };
+    let (all_symbols, all_touched, all_parses) = run(true);
+    let (symbols, touched, parses) = run(false);
+    assert!(
+        all_touched.iter().any(|t| t.contains("test_tax")),
+        "{all_touched:?}"
+    );
+    assert!(touched.iter().all(|t| !t.contains("test_")), "{touched:?}");
+    assert!(
+        touched.iter().any(|t| t.ends_with("cart.empty")),
+        "{touched:?}"
+    );
+    assert!(parses < all_parses, "{parses} < {all_parses}");
+    // The suspects (never test code by default) are the same.
+    assert_eq!(symbols, all_symbols);
+}

@@ -4,8 +4,9 @@
 use super::{LocateOptions, Locator};
 use crate::error::Result;
 use crate::evidence::PathMatcher;
-use crate::history::{CommitChanges, commit_changes};
+use crate::history::{CommitChanges, changed_blobs, commit_changes_where};
 use crate::indexer::{Indexer, resolve_commit};
+use crate::lang::is_test_path;
 use crate::lexical::LexicalIndex;
 use crate::model::{Symbol, SymbolId};
 use crate::snapshot::Snapshot;
@@ -66,9 +67,19 @@ impl Locator {
         if let Some(base) = &opts.since_rev {
             walk.hide(resolve_commit(repo, Some(base))?.id())?;
         }
-        let mut commits = Vec::new();
-        for oid in walk.take(opts.max_commits) {
-            commits.push(commit_changes(repo, indexer, &oid?.to_string(), None)?);
+        let window = walk
+            .take(opts.max_commits)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let symbols_of = |path: &str| opts.test_history || !is_test_path(path);
+        // The window's files are parsed together first, on every core: one
+        // by one, a long history of a large file took seconds.
+        let mut blobs = changed_blobs(repo, &window)?;
+        blobs.retain(|(path, _, _)| symbols_of(path));
+        indexer.parse_blobs(repo, &blobs)?;
+        let mut commits = Vec::with_capacity(window.len());
+        for oid in window {
+            let rev = oid.to_string();
+            commits.push(commit_changes_where(repo, indexer, &rev, None, symbols_of)?);
         }
         Self::assemble(
             snapshot,

@@ -71,6 +71,8 @@ pub async fn suspects_for(
             top: TOP,
             cache_dir: Some(cache.path().to_path_buf()),
             since_rev: since,
+            // Only the suspects are read, and tests are not among them.
+            test_history: false,
             ..LocateOptions::default()
         };
         locate(&repo, &output, &options).map_err(|e| e.to_string())
