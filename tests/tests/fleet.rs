@@ -376,6 +376,50 @@ async fn the_fleet_keeps_the_oracle_fixed_and_fixes_a_conflicting_revert_at_symb
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_fleet_finds_the_commit_that_raised_a_failure_rate_and_judges_its_revert_between_the_rates()
+ {
+    let Some(b) = backends() else { return };
+    let _servers = SERVERS.read().await;
+    let fleet = Fleet::start(&b, FleetOptions::default()).await;
+    // Half the runs fail before the culprit, 19 in 20 after it: a flaky
+    // `--good`, and a revert that brings the rate back to one in two.
+    let s = scenarios::flakiness_regression(12, 6, "PF", "PFFFFFFFFFFFFFFFFFFF");
+    let mut body = request(&s, "E2E-FLR");
+    body["good"] = json!(s.root);
+    let id = fleet.submit(body).await;
+    let view = fleet.wait_decided(&id, Duration::from_secs(600)).await;
+    let report = &view["report"];
+    assert_eq!(
+        report["verdict"],
+        "flakiness_regression",
+        "{report}\n{}",
+        fleet.logs()
+    );
+    assert_eq!(
+        report["culprit"]["commit"],
+        s.culprit.as_deref().unwrap(),
+        "{report}"
+    );
+    let (good_rate, bad_rate) = (
+        report["bisect"]["good_flaky"]["failure_rate"]
+            .as_f64()
+            .unwrap(),
+        report["flaky"]["failure_rate"].as_f64().unwrap(),
+    );
+    assert!(good_rate < bad_rate, "{report}");
+    // The verifier got both rates with the job (`VerifyJob.rates_json`):
+    // judged by the plain contract, the revert's runs that fail at the
+    // background rate would reject it.
+    assert_eq!(report["culprit"]["verified"], true, "{report}");
+    let verification = report["culprit"]["verification"].as_str().unwrap();
+    assert!(
+        verification.contains("back to the rate before the culprit"),
+        "{verification}"
+    );
+    revert_stored_once(&fleet, report).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_bug_with_no_culprit_is_repaired_by_a_verifier_as_in_the_embedded_mode() {
     let Some(b) = backends() else { return };
     let _servers = SERVERS.read().await;
