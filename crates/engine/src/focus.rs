@@ -127,14 +127,19 @@ impl SearchFocus {
 async fn read_range_evidence(ctx: &Context, focus: &Focus, good: &str) -> Option<RangeEvidence> {
     let workspace = ctx.pool.workspace();
     let git = workspace.git();
-    let LogRead {
-        mut changes,
-        files,
-        hunks,
-    } = read_changes(git, workspace.root(), good, &ctx.bad)
-        .await
-        .ok()?;
-    let calls = read_calls(git, &ctx.bad, &files).await;
+    let started = std::time::Instant::now();
+    // The changed files' calls are read beside the patches (their names
+    // come from a much cheaper `git log`): the search waits for both.
+    let calls = async {
+        let files = changed_files(git, good, &ctx.bad).await.ok()?;
+        let calls = read_calls(git, &ctx.bad, &files).await;
+        Some((files.len(), calls, started.elapsed()))
+    };
+    let (log, calls) =
+        futures::future::join(read_changes(git, workspace.root(), good, &ctx.bad), calls).await;
+    let LogRead { mut changes, hunks } = log.ok()?;
+    let (files, calls, calls_read) = calls?;
+    let log_read = started.elapsed();
     let focus = through_calls(focus, &calls);
     // The best-scored commits' hunks are placed in the functions they
     // really changed before the final scores.
@@ -160,6 +165,14 @@ async fn read_range_evidence(ctx: &Context, focus: &Focus, good: &str) -> Option
             change.place_in_functions(functions.iter().map(String::as_str));
         }
     }
+    tracing::debug!(
+        commits = changes.len(),
+        files,
+        calls_ms = calls_read.as_millis() as u64,
+        log_and_calls_ms = log_read.as_millis() as u64,
+        placed_ms = (started.elapsed() - log_read).as_millis() as u64,
+        "culprit search range read"
+    );
     Some(RangeEvidence {
         changes: Arc::new(changes),
         focus: Arc::new(focus),
@@ -177,23 +190,29 @@ async fn read_calls(git: &Git, bad: &str, files: &[String]) -> BTreeMap<String, 
             .map(|f| async move { (f, git.show_file(bad, f).await) }),
     )
     .await;
-    let mut calls: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (path, text) in texts {
-        let Ok(Some(text)) = text else { continue };
-        let Some(language) = Language::from_path(path) else {
-            continue;
-        };
-        if text.len() > MAX_FILE_PARSED {
-            continue;
+    let texts: Vec<(String, String)> = texts
+        .into_iter()
+        .filter_map(|(path, text)| Some((path.clone(), text.ok()??)))
+        .filter(|(_, text)| text.len() <= MAX_FILE_PARSED)
+        .collect();
+    // Parsing is CPU work: off the async workers.
+    tokio::task::spawn_blocking(move || {
+        let mut calls: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (path, text) in texts {
+            let Some(language) = Language::from_path(&path) else {
+                continue;
+            };
+            for def in parse_file(language, &path, text.as_bytes()).defs {
+                calls
+                    .entry(def.name.to_ascii_lowercase())
+                    .or_default()
+                    .extend(def.calls.into_iter().map(|c| c.name));
+            }
         }
-        for def in parse_file(language, path, text.as_bytes()).defs {
-            calls
-                .entry(def.name.to_ascii_lowercase())
-                .or_default()
-                .extend(def.calls.into_iter().map(|c| c.name));
-        }
-    }
-    calls
+        calls
+    })
+    .await
+    .unwrap_or_default()
 }
 
 /// The focus of the failure in `output` (the first failing run at the bad
@@ -409,8 +428,6 @@ fn is_beside_the_code(path: &str) -> bool {
 #[derive(Debug, Default)]
 struct LogRead {
     changes: HashMap<String, Change>,
-    /// Non-test files changed, most often changed first.
-    files: Vec<String>,
     /// Where each commit's hunks sit, by file (non-test, parseable files).
     hunks: HashMap<String, Vec<(String, Vec<Hunk>)>>,
 }
@@ -439,7 +456,6 @@ impl Hunk {
 /// Changes by commit from `git log --format=%x00%H -p -U0` output.
 fn parse_log(log: &str) -> LogRead {
     let mut read = LogRead::default();
-    let mut files: HashMap<String, usize> = HashMap::new();
     let mut current: Option<(String, Change)> = None;
     let mut in_tests = false;
     for line in log.lines() {
@@ -463,7 +479,6 @@ fn parse_log(log: &str) -> LogRead {
             in_tests = is_test_path(path) || is_beside_the_code(path);
             if !in_tests {
                 change.add_file(path);
-                *files.entry(path.to_string()).or_default() += 1;
                 if Language::from_path(path).is_some() {
                     read.hunks
                         .entry(sha.clone())
@@ -496,48 +511,76 @@ fn parse_log(log: &str) -> LogRead {
     if let Some((sha, change)) = current {
         read.changes.insert(sha, change);
     }
-    let mut files: Vec<(String, usize)> = files.into_iter().collect();
-    files.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    read.files = files.into_iter().map(|(f, _)| f).collect();
     read
 }
 
-/// The functions `commit`'s hunks really sit in, by the definitions of
-/// each file as the commit left it (added lines) and as its parent had it
-/// (removed lines), replacing git's hunk-header guess: a header names the
-/// function *before* a hunk, so lines added between two functions would
-/// count as changes of the first. `None` when no file could be read.
+/// The files changed in `good..bad` outside tests (and beside the code),
+/// most often changed first: the ones whose calls are read.
+async fn changed_files(git: &Git, good: &str, bad: &str) -> tracelab_domain::Result<Vec<String>> {
+    let range = format!("{good}..{bad}");
+    let names = git
+        .read_limited(
+            &["log", "--no-renames", "--format=", "--name-only", &range],
+            MAX_LOG_BYTES,
+        )
+        .await?;
+    Ok(by_frequency(&names))
+}
+
+/// The paths of `git log --name-only` output outside tests and beside the
+/// code, most often named first (then by name).
+fn by_frequency(names: &str) -> Vec<String> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for path in names.lines().map(str::trim).filter(|p| !p.is_empty()) {
+        if !is_test_path(path) && !is_beside_the_code(path) {
+            *counts.entry(path).or_default() += 1;
+        }
+    }
+    let mut files: Vec<(&str, usize)> = counts.into_iter().collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    files.into_iter().map(|(f, _)| f.to_string()).collect()
+}
+
+/// The functions `commit`'s hunks really sit in, replacing git's
+/// hunk-header guess: a header names the function *before* a hunk, so
+/// lines added between two functions would count as changes of the
+/// first. Each file is parsed as the commit left it (the lines a hunk
+/// added or rewrote); as its parent had it only for hunks that just
+/// remove lines (a deleted function), since a rewritten line sits in the
+/// same function on both sides and parsing the parent too doubled the
+/// search's wait for its prior. `None` when no file could be read.
 async fn functions_changed(
     git: &Git,
     commit: &str,
     files: &[(String, Vec<Hunk>)],
 ) -> Option<std::collections::BTreeSet<String>> {
     let parent = format!("{commit}^");
-    let mut names = std::collections::BTreeSet::new();
-    let mut read_any = false;
+    let mut texts = Vec::new();
     for (path, hunks) in files.iter().take(MAX_FILES_PER_COMMIT) {
         let Some(language) = Language::from_path(path) else {
             continue;
         };
-        for (rev, side) in [(commit, true), (parent.as_str(), false)] {
-            let lines: Vec<u32> = hunks
-                .iter()
-                .flat_map(|h| {
-                    let (start, len) = if side { h.new } else { h.old };
-                    start..start + len
-                })
-                .collect();
+        let (added, removed) = lines_to_place(hunks);
+        for (rev, lines) in [(commit, added), (parent.as_str(), removed)] {
             if lines.is_empty() {
                 continue;
             }
-            let Ok(Some(text)) = git.show_file(rev, path).await else {
-                continue;
-            };
-            if text.len() > MAX_FILE_PARSED {
-                continue;
+            if let Ok(Some(text)) = git.show_file(rev, path).await
+                && text.len() <= MAX_FILE_PARSED
+            {
+                texts.push((language, path.clone(), text, lines));
             }
-            read_any = true;
-            let defs = parse_file(language, path, text.as_bytes()).defs;
+        }
+    }
+    if texts.is_empty() {
+        return None;
+    }
+    // Parsing is CPU work: off the async workers, so the leaders' files
+    // are parsed side by side once the probes leave a core free.
+    tokio::task::spawn_blocking(move || {
+        let mut names = std::collections::BTreeSet::new();
+        for (language, path, text, lines) in texts {
+            let defs = parse_file(language, &path, text.as_bytes()).defs;
             for line in lines {
                 for def in defs
                     .iter()
@@ -547,8 +590,23 @@ async fn functions_changed(
                 }
             }
         }
-    }
-    read_any.then_some(names)
+        names
+    })
+    .await
+    .ok()
+}
+
+/// The lines to place, on the commit's side (every line a hunk added or
+/// rewrote) and on its parent's (the lines of hunks that add nothing).
+fn lines_to_place(hunks: &[Hunk]) -> (Vec<u32>, Vec<u32>) {
+    let span = |(start, len): (u32, u32)| start..start + len;
+    let added = hunks.iter().flat_map(|h| span(h.new)).collect();
+    let removed = hunks
+        .iter()
+        .filter(|h| h.new.1 == 0)
+        .flat_map(|h| span(h.old))
+        .collect();
+    (added, removed)
 }
 
 #[cfg(test)]
@@ -609,7 +667,12 @@ mod tests {
     fn the_log_gives_each_commit_its_changes_outside_tests() {
         let log = "\0aaa\n\ndiff --git a/pkg/more.py b/pkg/more.py\nindex 1..2 100644\n--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -264 +264 @@ def first(iterable, default=_marker):\n-    if default is _marker:\n+    if default is not _marker:\ndiff --git a/tests/test_more.py b/tests/test_more.py\n--- a/tests/test_more.py\n+++ b/tests/test_more.py\n@@ -1 +1,2 @@ class FirstTests:\n+    def test_first_again(self): pass\n\0bbb\n\ndiff --git a/README.md b/README.md\n@@ -1 +1 @@\n-old words\n+new words\n";
         let read = parse_log(log);
-        assert_eq!(read.files, vec!["README.md", "pkg/more.py"]);
+        assert_eq!(
+            by_frequency(
+                "pkg/more.py\ntests/test_more.py\n\nREADME.md\n\npkg/more.py\ndocs/api.rst\n"
+            ),
+            vec!["pkg/more.py", "README.md"]
+        );
         assert_eq!(
             read.hunks["aaa"],
             vec![(
@@ -636,10 +699,31 @@ mod tests {
     }
 
     #[test]
+    fn the_parent_side_is_placed_only_for_hunks_that_add_nothing() {
+        let rewrite = Hunk {
+            old: (10, 2),
+            new: (10, 3),
+        };
+        let deletion = Hunk {
+            old: (40, 5),
+            new: (38, 0),
+        };
+        let insertion = Hunk {
+            old: (60, 0),
+            new: (58, 1),
+        };
+        assert_eq!(
+            lines_to_place(&[rewrite, deletion, insertion]),
+            (vec![10, 11, 12, 58], vec![40, 41, 42, 43, 44])
+        );
+        assert_eq!(lines_to_place(&[rewrite]).1, Vec::<u32>::new());
+    }
+
+    #[test]
     fn benchmarks_examples_docs_and_ci_are_left_out_like_tests() {
         let log = "\0aaa\n\ndiff --git a/benches/parse.rs b/benches/parse.rs\n@@ -3 +3 @@ fn parse_version_req(b: &mut Bencher) {\n-    black_box(req)\n+    hint::black_box(req)\ndiff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml\n@@ -1 +1 @@\n-  rust: [stable]\n+  rust: [stable, beta]\ndiff --git a/src/eval.rs b/src/eval.rs\n@@ -9 +9 @@ fn matches_greater(cmp: &Comparator, ver: &Version) -> bool {\n-    ver.major > cmp.major\n+    ver.major < cmp.major\n";
         let read = parse_log(log);
-        assert_eq!(read.files, vec!["src/eval.rs"]);
+        assert_eq!(read.hunks.keys().collect::<Vec<_>>(), vec!["aaa"]);
         let a = &read.changes["aaa"];
         assert!(a.function_words.contains("greater"), "{a:?}");
         assert!(!a.function_words.contains("req"), "{a:?}");
