@@ -7,7 +7,8 @@
 //! * bad at `c`: the culprit is `c` or one of its ancestors;
 //! * good at `c`: the culprit is none of them;
 //! * untestable at `c` (it fails *differently*): nothing is learnt, and `c` is
-//!   never probed again — the search routes around it.
+//!   never probed again — the search routes around it, and steps away from
+//!   its neighbours (breakage spans several commits).
 //!
 //! Each round picks up to `k` probes whose ancestor counts split the remaining
 //! candidates into `k + 1` near-equal parts, so a linear history of `N`
@@ -233,15 +234,17 @@ impl CulpritSearch {
         }
         weighted.sort_by_key(|&(i, w)| (w, i));
         let k = k.max(1).min(weighted.len());
+        let risk = self.untestable_risk();
         let mut chosen: Vec<usize> = Vec::with_capacity(k);
         for target in split_targets(n, k) {
-            // The probe whose "bad" answer leaves `target` candidates.
-            let best = weighted
+            // The probe whose "bad" answer leaves `target` candidates, away
+            // from commits that failed differently.
+            let open: Vec<(usize, f64)> = weighted
                 .iter()
                 .filter(|(i, _)| !chosen.contains(i))
-                .min_by_key(|&&(i, w)| (w.abs_diff(target), i))
-                .map(|&(i, _)| i);
-            if let Some(i) = best {
+                .map(|&(i, w)| (i, w.abs_diff(target) as f64))
+                .collect();
+            if let Some(i) = safest_near_target(&open, &risk, n as f64 / (4 * (k + 1)) as f64) {
                 chosen.push(i);
             }
         }
@@ -279,27 +282,80 @@ impl CulpritSearch {
                 chosen = isolating;
             }
         }
+        let risk = self.untestable_risk();
         for j in 1..=k {
             if chosen.len() == k {
                 break;
             }
             let target = total * j as f64 / (k + 1) as f64;
-            let best = below
+            let open: Vec<(usize, f64)> = below
                 .iter()
                 .filter(|(i, _)| !chosen.contains(i))
-                .min_by(|a, b| {
-                    (a.1 - target)
-                        .abs()
-                        .total_cmp(&(b.1 - target).abs())
-                        .then(a.0.cmp(&b.0))
-                })
-                .map(|&(i, _)| i);
+                .map(|&(i, m)| (i, (m - target).abs()))
+                .collect();
+            let best = safest_near_target(&open, &risk, total / (4 * (k + 1)) as f64);
             if let Some(i) = best {
                 chosen.push(i);
             }
         }
         chosen.sort_unstable();
         chosen
+    }
+
+    /// How likely each candidate is to fail differently too, judged by
+    /// the commits that already did: a build or a test collection breaks
+    /// for a stretch of commits, not for one. Along the candidates'
+    /// topological order, a commit between two untestable ones with no
+    /// tested commit between them almost surely is untestable (risk 1);
+    /// beside a stretch of `len` known commits the risk falls as
+    /// `exp(-d / len)` at distance `d` (longer stretches reach further),
+    /// and it is 0 from the nearest tested commit on: the stretch ends
+    /// before it. The probes
+    /// choose by it among those that cut near their targets
+    /// ([`safest_near_target`]), so the search steps away from a broken
+    /// stretch instead of probing it commit by commit.
+    fn untestable_risk(&self) -> Vec<f64> {
+        let n = self.results.len();
+        let mut risk = vec![0.0; n];
+        let tested =
+            |i: &usize| matches!(self.results[*i], Some(ProbeResult::Good | ProbeResult::Bad));
+        // Stretches of untestable commits with no tested commit between.
+        let mut stretches: Vec<(usize, usize)> = Vec::new();
+        let mut open: Option<(usize, usize)> = None;
+        for (i, result) in self.results.iter().enumerate() {
+            match result {
+                Some(ProbeResult::Untestable) => {
+                    open = Some(open.map_or((i, i), |(a, _)| (a, i)));
+                }
+                Some(_) => stretches.extend(open.take()),
+                None => {}
+            }
+        }
+        stretches.extend(open);
+        for (a, b) in stretches {
+            let len = (b - a + 1) as f64;
+            let before = (0..a).rev().find(tested);
+            let after = (b + 1..n).find(tested);
+            // A tested commit `gap` away bounds the stretch: it ends before.
+            let beside = |d: usize, gap: Option<usize>| {
+                if gap.is_some_and(|gap| d >= gap) {
+                    0.0
+                } else {
+                    (-(d as f64) / len).exp()
+                }
+            };
+            for (i, r) in risk.iter_mut().enumerate() {
+                let here = if i < a {
+                    beside(a - i, before.map(|t| a - t))
+                } else if i > b {
+                    beside(i - b, after.map(|t| t - b))
+                } else {
+                    1.0
+                };
+                *r = f64::max(*r, here);
+            }
+        }
+        risk
     }
 
     /// Applies one probe's result.
@@ -338,6 +394,27 @@ impl CulpritSearch {
         }
         None
     }
+}
+
+/// Of `open` probes (index, distance of its cut from the target), the
+/// least likely to be untestable (`risk`) among those whose cut is within
+/// `slack` of the best one's; ties go to the better cut, then the lower
+/// index. The slack (a quarter of a part of the round's split) bounds
+/// what stepping away from a broken stretch costs: every cut still leaves
+/// at most a part and a quarter, so the search stays logarithmic (half a
+/// part saved a few more rounds on average and lost more in the worst
+/// case, a whole part lost on both: `untestable_windows_cost_fewer_rounds`).
+fn safest_near_target(open: &[(usize, f64)], risk: &[f64], slack: f64) -> Option<usize> {
+    let best = open.iter().map(|&(_, d)| d).min_by(f64::total_cmp)?;
+    open.iter()
+        .filter(|&&(_, d)| d <= best + slack)
+        .min_by(|a, b| {
+            risk[a.0]
+                .total_cmp(&risk[b.0])
+                .then(a.1.total_cmp(&b.1))
+                .then(a.0.cmp(&b.0))
+        })
+        .map(|&(i, _)| i)
 }
 
 /// Where `k` probes should cut `n` candidates, as cumulative group sizes.
@@ -408,7 +485,21 @@ mod tests {
         is_bad: impl Fn(usize) -> bool,
         untestable: &[usize],
     ) -> (SearchOutcome, u32, usize) {
+        run_with(parents, k, is_bad, untestable, None)
+    }
+
+    /// [`run`] under a prior, when given.
+    fn run_with(
+        parents: &[Vec<usize>],
+        k: usize,
+        is_bad: impl Fn(usize) -> bool,
+        untestable: &[usize],
+        prior: Option<Vec<f64>>,
+    ) -> (SearchOutcome, u32, usize) {
         let mut s = CulpritSearch::new(parents).unwrap();
+        if let Some(prior) = prior {
+            s = s.with_prior(prior).unwrap();
+        }
         let mut probes = 0;
         loop {
             if let Some(outcome) = s.outcome() {
@@ -591,6 +682,55 @@ mod tests {
         let untestable: Vec<usize> = (3..=11).collect();
         let (outcome, _, _) = run(&linear(20), 2, |i| i >= 15, &untestable);
         assert_eq!(outcome, SearchOutcome::Culprit(15));
+    }
+
+    /// Rounds over every culprit outside a 12-commit untestable window
+    /// of a 121-commit history, for windows starting at every 8th commit,
+    /// with `prior(culprit)` when given.
+    fn rounds_around_windows(k: usize, prior: impl Fn(usize) -> Option<Vec<f64>>) -> (u32, u32) {
+        let (mut total, mut worst) = (0, 0);
+        for start in (0..109).step_by(8) {
+            let window: Vec<usize> = (start..start + 12).collect();
+            for culprit in (0..121).filter(|c| !window.contains(c) && *c != start + 12) {
+                let (outcome, rounds, _) =
+                    run_with(&linear(121), k, |i| i >= culprit, &window, prior(culprit));
+                assert_eq!(outcome, SearchOutcome::Culprit(culprit), "window {start}");
+                total += rounds;
+                worst = worst.max(rounds);
+            }
+        }
+        (total, worst)
+    }
+
+    #[test]
+    fn untestable_windows_cost_fewer_rounds() {
+        // The same cases before probes stepped away from untestable
+        // stretches (total rounds, worst case): (7367, 12) without a prior,
+        // (8751, 11) with a wrong one, (1512, 1) with a right one.
+        let plain = rounds_around_windows(2, |_| None);
+        let right = rounds_around_windows(2, |c| Some(pointing_at(121, c)));
+        let wrong = rounds_around_windows(2, |c| Some(pointing_at(121, (c + 40) % 120)));
+        eprintln!("untestable windows: no prior {plain:?}, right {right:?}, wrong {wrong:?}");
+        assert!(plain.0 < 7250 && plain.1 <= 12, "{plain:?}");
+        assert!(wrong.0 < 8300 && wrong.1 <= 11, "{wrong:?}");
+        assert_eq!(right, (1512, 1));
+    }
+
+    #[test]
+    fn the_neighbours_of_untestable_commits_are_risky_up_to_a_tested_one() {
+        let mut s = CulpritSearch::new(&linear(12)).unwrap();
+        s.record(4, ProbeResult::Untestable).unwrap();
+        s.record(6, ProbeResult::Untestable).unwrap();
+        s.record(8, ProbeResult::Good).unwrap();
+        let risk = s.untestable_risk();
+        assert_eq!(risk[5], 1.0, "between two untestable commits");
+        assert!((risk[3] - (-1.0f64 / 3.0).exp()).abs() < 1e-12, "{risk:?}");
+        assert!(risk[2] < risk[3] && risk[7] > 0.0, "{risk:?}");
+        assert_eq!(
+            (risk[8], risk[9]),
+            (0.0, 0.0),
+            "the stretch ends before a tested commit"
+        );
     }
 
     #[test]
