@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::git::Worktree;
 use crate::oracle;
 use crate::pool::PoolRun;
-use crate::probe::{Judged, batch_experiment, judge};
+use crate::probe::{Judged, batch_experiment, judge, run_judged};
 use std::collections::BTreeSet;
 use tracelab_code_index::symbol_revert::{FileVersions, changed_symbols, restore_symbols};
 use tracelab_domain::contract::{self, RateOracle, judge_fix};
@@ -416,9 +416,10 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
     let mut earlier: Vec<String> = Vec::new();
     let result = async {
         // 1-2. Reproduction and the regression test before the fix, once for
-        // every attempt: they run at the bad revision.
-        let before = regression_before(ctx, plan.judging(), sandbox.as_ref()).await?;
-        let before_ran = started.elapsed();
+        // every attempt: they run at the bad revision, in a pool slot beside
+        // the first attempt's runs (on a small machine the code index beside
+        // them leaves a core idle otherwise).
+        let mut before: Option<Vec<Experiment>> = None;
         let mut attempts = 0;
         let mut queue: std::collections::VecDeque<Fix> = fixes.into();
         while let Some(fix) = queue.pop_front() {
@@ -446,20 +447,32 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
             let message = format!(
                 "Revert {short} ({scope}; TraceLab hypothesis {number})\n\nProposed by TraceLab; not merged."
             );
-            let (experiments, patch_text) = run_contract(
+            let contract = run_contract(
                 ctx,
                 plan.judging(),
                 &worktree,
                 sandbox.as_ref(),
-                &before,
+                &[],
                 &message,
-            )
-            .await?;
+            );
+            let (after, patch_text) = match &before {
+                Some(_) => contract.await?,
+                None => {
+                    let (ran, after) = futures::future::join(
+                        regression_before(ctx, plan.judging(), BeforeIn::Pool),
+                        contract,
+                    )
+                    .await;
+                    before = Some(ran?);
+                    after?
+                }
+            };
+            let mut experiments = before.clone().unwrap_or_default();
+            experiments.extend(after);
             tracing::debug!(
                 hypothesis = number,
                 candidates_ms = candidates_built.as_millis() as u64,
                 slot_ms = (slot_opened - candidates_built).as_millis() as u64,
-                before_ms = (before_ran - slot_opened).as_millis() as u64,
                 total_ms = started.elapsed().as_millis() as u64,
                 scope = scope.as_str(),
                 "revert verification attempt"
@@ -492,7 +505,10 @@ pub async fn verify_revert(ctx: &Context, plan: RevertPlan<'_>) -> Result<Hypoth
             ));
         }
         if attempts == 0 {
-            h.experiments = before;
+            h.experiments = match before {
+                Some(ran) => ran,
+                None => regression_before(ctx, plan.judging(), BeforeIn::Pool).await?,
+            };
             h.status = HypothesisStatus::Blocked;
             h.status_reason = format!("no fix applies at the bad revision: {}", earlier.join("; "));
         }
@@ -561,12 +577,21 @@ pub(crate) fn regression_command(
     (shell_words::join(&argv), ctx.spec(&argv, &[]))
 }
 
+/// Where the regression test runs at the bad revision before a fix.
+pub(crate) enum BeforeIn<'a> {
+    /// The hypothesis's own sandbox, before the fix is applied.
+    Sandbox(&'a dyn Sandbox),
+    /// One of the pool's slots, checked out at the bad revision: free
+    /// while a fix is verified, so these runs go beside the fix's own.
+    Pool,
+}
+
 /// Steps 1 and 2: the reproduction (from the classification) and the
 /// regression test failing at the bad revision.
 pub(crate) async fn regression_before(
     ctx: &Context,
     plan: Judging<'_>,
-    sandbox: &dyn Sandbox,
+    place: BeforeIn<'_>,
 ) -> Result<Vec<Experiment>> {
     let (regression_cmd, regression) = regression_command(ctx, plan.classification);
     let mut experiments = vec![plan.classification.experiment.clone()];
@@ -579,15 +604,33 @@ pub(crate) async fn regression_before(
         experiments.push(reused);
         return Ok(experiments);
     }
-    let before = runs_until(
-        sandbox,
-        &regression,
-        plan.passes_needed,
-        Outcome::Fail,
-        ctx.test.runner,
-        plan.classification.baseline.as_ref(),
-    )
-    .await?;
+    let baseline = plan.classification.baseline.as_ref();
+    let before = match place {
+        BeforeIn::Sandbox(sandbox) => {
+            runs_until(
+                sandbox,
+                &regression,
+                plan.passes_needed,
+                Outcome::Fail,
+                ctx.test.runner,
+                baseline,
+            )
+            .await?
+        }
+        BeforeIn::Pool => {
+            let mut runs = Vec::new();
+            for _ in 0..plan.passes_needed.max(1) {
+                let judged =
+                    run_judged(&ctx.pool, &ctx.bad, &regression, ctx.test.runner, baseline).await?;
+                let stop = matches!(judged.outcome, Outcome::Fail | Outcome::Blocked);
+                runs.push(judged);
+                if stop {
+                    break;
+                }
+            }
+            runs
+        }
+    };
     experiments.extend(batch_experiment(
         Step::RegressionBefore,
         &regression_cmd,

@@ -7,7 +7,8 @@ use crate::classification::Classification;
 use crate::context::Context;
 use crate::git::Worktree;
 use crate::verify::{
-    Judging, hypothesis_slot, regression_before, regression_command, run_contract, worktree_reset,
+    BeforeIn, Judging, hypothesis_slot, regression_before, regression_command, run_contract,
+    worktree_reset,
 };
 use std::collections::BTreeSet;
 use tracelab_domain::contract::judge_fix;
@@ -102,7 +103,8 @@ impl<'a> Prover<'a> {
         };
         let judging = p.judging();
         let prepared = async {
-            let before = regression_before(ctx, judging, p.sandbox.as_ref()).await?;
+            let before =
+                regression_before(ctx, judging, BeforeIn::Sandbox(p.sandbox.as_ref())).await?;
             let files = neighbour_files(ctx, symbols, judges).await?;
             let before_run = match neighbour_spec(ctx, classification, &files) {
                 Some((_, spec)) => {
