@@ -407,6 +407,8 @@ async fn the_fleet_finds_the_commit_that_raised_a_failure_rate_and_judges_its_re
         report["flaky"]["failure_rate"].as_f64().unwrap(),
     );
     assert!(good_rate < bad_rate, "{report}");
+    // The rate at bad counts every run made there, the comparison's too.
+    assert_eq!(report["bisect"]["bad_flaky"], report["flaky"], "{report}");
     // The verifier got both rates with the job (`VerifyJob.rates_json`):
     // judged by the plain contract, the revert's runs that fail at the
     // background rate would reject it.

@@ -75,6 +75,12 @@ pub struct BisectSummary {
     /// (a flaky failure that predates it, or a flakiness regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub good_flaky: Option<FlakyStats>,
+    /// The failure rate at the bad revision over every run made there when
+    /// it was compared with a failing good revision: the classification's
+    /// runs and the ones added to tell the two rates apart. The report's
+    /// `flaky` is this one then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_flaky: Option<FlakyStats>,
     /// The commit the search settled on changes test files only, and the
     /// probes ran each revision's own tests: it is where the failing test
     /// appeared or changed, not where the defect came from, so it is not

@@ -664,6 +664,14 @@ async fn a_flaky_good_revision_is_measured_not_an_error() {
     let bisect = report.bisect.unwrap();
     let at_good = bisect.good_flaky.expect("the rate at good is reported");
     assert!(at_good.failures > 0 && at_good.runs >= at_good.failures);
+    // The same rates at both: the comparison ran both to 50 runs at least,
+    // and the rate at bad the report gives counts them all.
+    let at_bad = bisect.bad_flaky.expect("the rate at bad is reported");
+    assert!(
+        at_good.runs >= 50 && at_bad.runs >= 50,
+        "{at_good:?} {at_bad:?}"
+    );
+    assert_eq!(report.flaky, Some(at_bad));
     assert!(
         bisect
             .note
@@ -687,6 +695,7 @@ async fn a_raised_failure_rate_is_a_flakiness_regression_with_its_commit() {
     let bisect = report.bisect.unwrap();
     let (good, bad) = (bisect.good_flaky.unwrap(), report.flaky.unwrap());
     assert!(good.failure_rate < bad.failure_rate, "{good:?} {bad:?}");
+    assert_eq!(bisect.bad_flaky, Some(bad));
     // The answer's ends were re-tested before it was believed.
     let note = bisect.note.clone().unwrap_or_default();
     assert!(

@@ -44,7 +44,13 @@ pub fn conclude(
             c.verification
         ));
     }
-    let flaky = matches!(behaviour, Behaviour::Flaky).then(|| classification.flaky_stats());
+    // Every run at bad: the comparison with a flaky good added some.
+    let flaky = matches!(behaviour, Behaviour::Flaky).then(|| {
+        bisect
+            .as_ref()
+            .and_then(|b| b.bad_flaky)
+            .unwrap_or_else(|| classification.flaky_stats())
+    });
     Report {
         id: id.clone(),
         state: InvestigationState::WaitingForReview,

@@ -27,12 +27,13 @@ enum GoodCheck {
     /// It passes: search from it.
     Good,
     /// It fails too, at a rate not significantly below bad's: the flakiness
-    /// predates it and there is nothing to search.
-    FlakyAlready(FlakyStats),
+    /// predates it and there is nothing to search. With the rate at bad
+    /// over every run made there, the ones added to compare them included.
+    FlakyAlready(FlakyStats, FlakyStats),
     /// It fails, but significantly less often: search for the commit that
     /// raised the rate, with the rate measured at good as the background
     /// (and the rate at bad, with any runs added to compare them).
-    FlakinessRaised(FlakyStats, f64),
+    FlakinessRaised(FlakyStats, FlakyStats),
     /// It never failed in the runs made there, which bounds its rate (the
     /// upper end of the interval) without proving it zero: a flake-aware
     /// search against that bound, for a flaky failure a commit introduced.
@@ -71,7 +72,10 @@ async fn check_good(
     )
     .await?;
     let Some(baseline) = classification.baseline.as_ref() else {
-        return Ok(GoodCheck::FlakyAlready(at_good.flaky_stats()));
+        return Ok(GoodCheck::FlakyAlready(
+            at_good.flaky_stats(),
+            classification.flaky_stats(),
+        ));
     };
     if at_good.counts.failures == 0 {
         // No failure in the sequential test's runs still allows a few
@@ -114,11 +118,11 @@ async fn check_good(
         at_bad = at_bad.plus(b);
     };
     let stats = FlakyStats::from_counts(at_good, true);
-    let bad_rate = at_bad.failure_rate();
+    let at_bad = FlakyStats::from_counts(at_bad, classification.decision.confident);
     Ok(if raised {
-        GoodCheck::FlakinessRaised(stats, bad_rate)
+        GoodCheck::FlakinessRaised(stats, at_bad)
     } else {
-        GoodCheck::FlakyAlready(stats)
+        GoodCheck::FlakyAlready(stats, at_bad)
     })
 }
 
@@ -251,17 +255,18 @@ async fn propose_classified(
                 .collect(),
             _ => HashMap::new(),
         };
-        let mut good_flaky = None;
+        let (mut good_flaky, mut bad_flaky) = (None, None);
         if let Some(g) = &good {
             match check_good(ctx, classification, g, &mut model).await? {
                 GoodCheck::Good => {}
-                GoodCheck::FlakyAlready(stats) => {
+                GoodCheck::FlakyAlready(stats, at_bad) => {
                     let summary = BisectSummary {
                         good: Some(g.clone()),
                         bad: ctx.bad.clone(),
                         parallelism: ctx.pool.size(),
                         confidence: 0.0,
                         good_flaky: Some(stats),
+                        bad_flaky: Some(at_bad),
                         oracle_files: model
                             .overlay
                             .as_ref()
@@ -270,7 +275,7 @@ async fn propose_classified(
                         note: Some(format!(
                             "the flakiness predates the good revision: it fails {:.0}% of runs there and {:.0}% at bad, not significantly different, so no commit introduced it",
                             stats.failure_rate * 100.0,
-                            classification.counts.failure_rate() * 100.0
+                            at_bad.failure_rate * 100.0
                         )),
                         ..Default::default()
                     };
@@ -288,15 +293,17 @@ async fn propose_classified(
                     let midpoint = bad_rate / 2.0;
                     model.background_rate = Some(stats.interval.1.min(midpoint));
                 }
-                GoodCheck::FlakinessRaised(stats, bad_rate) => {
+                GoodCheck::FlakinessRaised(stats, at_bad) => {
                     // The background is the upper end of good's 95% interval
                     // (never above the midpoint), so a revision before the
                     // culprit that fails now and then is not called bad: a
                     // good measured 0/50 may still fail 1 run in 15.
+                    let bad_rate = at_bad.failure_rate;
                     model.failure_rate = bad_rate;
                     let midpoint = (stats.failure_rate + bad_rate) / 2.0;
                     model.background_rate = Some(stats.interval.1.min(midpoint));
                     good_flaky = Some(stats);
+                    bad_flaky = Some(at_bad);
                 }
             }
         }
@@ -313,6 +320,7 @@ async fn propose_classified(
         }
         let mut finding = git_history::find_culprit(ctx, good.clone(), &model, seed).await?;
         finding.summary.good_flaky = good_flaky;
+        finding.summary.bad_flaky = bad_flaky;
         Ok(Some((finding, model)))
     };
     // The order and environment checks share the pool's slots with the
