@@ -164,6 +164,11 @@ def read_report(report: dict, case: dict, announced) -> dict:
         "flaky": report.get("flaky"),
         "bisect": {k: bisect.get(k) for k in ("candidates", "rounds", "test_runs", "untestable",
                                                 "ambiguous", "confidence")},
+        # The search's trail, compact: [round, position, result, runs] per
+        # judgement (how many probes each round spent on untestable commits).
+        "probes": [[p.get("round"), p.get("position"), p.get("result"), p.get("runs")]
+                   for p in bisect.get("probes") or []],
+        "pointed_at": [[p.get("commit", "")[:12], p.get("share")] for p in bisect.get("pointed_at") or []],
         "winner": (winner or {}).get("id"),
         "winner_kind": (winner or {}).get("kind"),
         "verified": bool(winner) and winner.get("status") == "VERIFIED",
