@@ -310,10 +310,9 @@ impl CulpritSearch {
     /// beside a stretch of `len` known commits the risk falls as
     /// `exp(-d / len)` at distance `d` (longer stretches reach further),
     /// and it is 0 from the nearest tested commit on: the stretch ends
-    /// before it. The probes
-    /// choose by it among those that cut near their targets
-    /// ([`safest_near_target`]), so the search steps away from a broken
-    /// stretch instead of probing it commit by commit.
+    /// before it. The probes choose by it among those that cut near their
+    /// targets ([`safest_near_target`]), so the search steps away from a
+    /// broken stretch instead of probing it commit by commit.
     fn untestable_risk(&self) -> Vec<f64> {
         let n = self.results.len();
         let mut risk = vec![0.0; n];
@@ -578,24 +577,9 @@ mod tests {
 
     /// Rounds of a search over a linear history with `prior`, checked right.
     fn rounds_with_prior(n: usize, k: usize, culprit: usize, prior: Vec<f64>) -> u32 {
-        let mut s = CulpritSearch::new(&linear(n))
-            .unwrap()
-            .with_prior(prior)
-            .unwrap();
-        while s.outcome().is_none() {
-            let round = s.next_probes(k);
-            assert!(!round.is_empty(), "search stalled");
-            for i in round {
-                let r = if i >= culprit {
-                    ProbeResult::Bad
-                } else {
-                    ProbeResult::Good
-                };
-                s.record(i, r).unwrap();
-            }
-        }
-        assert_eq!(s.outcome(), Some(SearchOutcome::Culprit(culprit)));
-        s.rounds()
+        let (outcome, rounds, _) = run_with(&linear(n), k, |i| i >= culprit, &[], Some(prior));
+        assert_eq!(outcome, SearchOutcome::Culprit(culprit));
+        rounds
     }
 
     /// Half the mass on `suspect`, the rest spread evenly.

@@ -285,9 +285,22 @@ async fn runs_until(
     runner: runner::Runner,
     baseline: Option<&FailureSignature>,
 ) -> Result<Vec<Judged>> {
+    runs_until_with(max, stop_at, || {
+        exec_judged(sandbox, spec, runner, baseline)
+    })
+    .await
+}
+
+/// Makes `run` up to `max` times, stopping at the first run with outcome
+/// `stop_at` (or blocked), wherever `run` runs.
+async fn runs_until_with<F: Future<Output = Result<Judged>>>(
+    max: u32,
+    stop_at: Outcome,
+    mut run: impl FnMut() -> F,
+) -> Result<Vec<Judged>> {
     let mut runs = Vec::new();
     for _ in 0..max.max(1) {
-        let judged = exec_judged(sandbox, spec, runner, baseline).await?;
+        let judged = run().await?;
         let stop = judged.outcome == stop_at || judged.outcome == Outcome::Blocked;
         runs.push(judged);
         if stop {
@@ -618,17 +631,10 @@ pub(crate) async fn regression_before(
             .await?
         }
         BeforeIn::Pool => {
-            let mut runs = Vec::new();
-            for _ in 0..plan.passes_needed.max(1) {
-                let judged =
-                    run_judged(&ctx.pool, &ctx.bad, &regression, ctx.test.runner, baseline).await?;
-                let stop = matches!(judged.outcome, Outcome::Fail | Outcome::Blocked);
-                runs.push(judged);
-                if stop {
-                    break;
-                }
-            }
-            runs
+            runs_until_with(plan.passes_needed, Outcome::Fail, || {
+                run_judged(&ctx.pool, &ctx.bad, &regression, ctx.test.runner, baseline)
+            })
+            .await?
         }
     };
     experiments.extend(batch_experiment(
