@@ -116,6 +116,7 @@ pub fn failing_test_files(
             files.insert(clean(path));
         }
     }
+    files.extend(cargo_test_targets(argv));
     files.extend(
         output_files
             .iter()
@@ -123,6 +124,32 @@ pub fn failing_test_files(
             .map(|f| clean(f)),
     );
     files
+}
+
+/// The files of the integration-test targets `cargo test --test NAME`
+/// names (`--test=NAME` too): `tests/NAME.rs` or `tests/NAME/main.rs`, the
+/// two layouts cargo discovers (a target renamed in Cargo.toml is missed).
+fn cargo_test_targets(argv: &[String]) -> Vec<String> {
+    let is_cargo = argv
+        .first()
+        .is_some_and(|a| a == "cargo" || a.ends_with("/cargo"));
+    if !is_cargo || !argv.iter().any(|a| a == "test") {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    let mut args = argv.iter().skip(1).take_while(|a| *a != "--");
+    while let Some(arg) = args.next() {
+        if arg == "--test" {
+            names.extend(args.next().map(String::as_str));
+        } else if let Some(name) = arg.strip_prefix("--test=") {
+            names.push(name);
+        }
+    }
+    names
+        .into_iter()
+        .filter(|n| !n.is_empty() && !n.contains(['/', '*']))
+        .flat_map(|n| [format!("tests/{n}.rs"), format!("tests/{n}/main.rs")])
+        .collect()
 }
 
 fn clean(path: &str) -> String {
@@ -235,6 +262,29 @@ mod tests {
                 "tests/test_other.py"
             ]
         );
+    }
+
+    #[test]
+    fn cargo_test_targets_name_their_files() {
+        let argv = |line: &str| -> Vec<String> { line.split(' ').map(String::from).collect() };
+        let files = failing_test_files(
+            Runner::CargoTest,
+            &argv("cargo test --offline -q --test test --test=api -- --exact x --test y"),
+            None,
+            &BTreeSet::new(),
+        );
+        assert_eq!(
+            files.into_iter().collect::<Vec<_>>(),
+            vec![
+                "tests/api.rs",
+                "tests/api/main.rs",
+                "tests/test.rs",
+                "tests/test/main.rs"
+            ]
+        );
+        // Not cargo, or not its test command: no target files.
+        assert!(failing_test_files(Runner::Unknown, &argv("make test --test x"), None, &BTreeSet::new()).is_empty());
+        assert!(failing_test_files(Runner::CargoTest, &argv("cargo build --test x"), None, &BTreeSet::new()).is_empty());
     }
 
     #[test]
