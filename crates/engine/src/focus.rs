@@ -59,6 +59,58 @@ pub struct SearchFocus {
     /// The last range read: its good revision and what was read (`None`
     /// when reading failed or took too long).
     range: Mutex<Option<(String, Option<RangeEvidence>)>>,
+    /// A range's log already being read, since before the failure was known
+    /// ([`RangeLogTask`]).
+    prefetched: Mutex<Option<RangeLogTask>>,
+}
+
+/// What the commits of `good..bad` changed, read without the failure's
+/// focus: the patches and the changed files' calls.
+#[derive(Debug)]
+struct RangeLog {
+    log: LogRead,
+    files: usize,
+    calls: BTreeMap<String, Vec<String>>,
+    calls_read: std::time::Duration,
+    log_read: std::time::Duration,
+}
+
+/// A range's log read in a task of its own, started before the first
+/// failure is known (the pipeline's first round runs the tests meanwhile);
+/// aborted when dropped unused.
+#[derive(Debug)]
+pub struct RangeLogTask {
+    good: String,
+    task: tokio::task::JoinHandle<Option<RangeLog>>,
+}
+
+impl RangeLogTask {
+    /// Starts reading what `good..bad` changed.
+    pub fn start(ctx: &Context, good: &str) -> Self {
+        let workspace = ctx.pool.workspace();
+        let (git, scratch) = (workspace.git().clone(), workspace.root().to_path_buf());
+        let (good_rev, bad) = (good.to_string(), ctx.bad.clone());
+        let task = tokio::spawn(async move {
+            tokio::time::timeout(MAX_READ_TIME, read_range_log(&git, &scratch, &good_rev, &bad))
+                .await
+                .ok()
+                .flatten()
+        });
+        Self {
+            good: good.to_string(),
+            task,
+        }
+    }
+
+    async fn finish(mut self) -> Option<RangeLog> {
+        (&mut self.task).await.ok().flatten()
+    }
+}
+
+impl Drop for RangeLogTask {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// What the candidates between one good revision and bad changed, and the
@@ -74,6 +126,15 @@ impl SearchFocus {
         Self {
             focus,
             range: Mutex::new(None),
+            prefetched: Mutex::new(None),
+        }
+    }
+
+    /// The same focus, with a range's log already being read.
+    pub fn with_prefetched(self, task: Option<RangeLogTask>) -> Self {
+        Self {
+            prefetched: Mutex::new(task),
+            ..self
         }
     }
 
@@ -94,10 +155,26 @@ impl SearchFocus {
         {
             return read.clone();
         }
-        let read = tokio::time::timeout(MAX_READ_TIME, read_range_evidence(ctx, &self.focus, good))
-            .await
-            .ok()
-            .flatten();
+        let prefetched = self.prefetched.lock().await.take();
+        let started = std::time::Instant::now();
+        let log = match prefetched.filter(|t| t.good == good) {
+            Some(task) => task.finish().await,
+            None => {
+                let workspace = ctx.pool.workspace();
+                let read = read_range_log(workspace.git(), workspace.root(), good, &ctx.bad);
+                tokio::time::timeout(MAX_READ_TIME, read)
+                    .await
+                    .ok()
+                    .flatten()
+            }
+        };
+        let waited = started.elapsed();
+        let read = match log {
+            Some(log) => tokio::time::timeout(MAX_READ_TIME, placed(ctx, &self.focus, log, waited))
+                .await
+                .ok(),
+            None => None,
+        };
         *cached = Some((good.to_string(), read.clone()));
         read
     }
@@ -122,27 +199,43 @@ impl SearchFocus {
     }
 }
 
-/// [`SearchFocus::evidence`]'s reading: `git log` over the range, the
-/// changed files' calls at bad, and the leaders' hunks placed in functions.
-async fn read_range_evidence(ctx: &Context, focus: &Focus, good: &str) -> Option<RangeEvidence> {
-    let workspace = ctx.pool.workspace();
-    let git = workspace.git();
+/// What `good..bad` changed (`git log -p`) and what the changed files'
+/// definitions call at bad, read beside each other (the file names come
+/// from a much cheaper `git log`). `None` when `git log` failed.
+async fn read_range_log(git: &Git, scratch: &Path, good: &str, bad: &str) -> Option<RangeLog> {
     let started = std::time::Instant::now();
-    // The changed files' calls are read beside the patches (their names
-    // come from a much cheaper `git log`): the search waits for both.
     let calls = async {
-        let files = changed_files(git, good, &ctx.bad).await.ok()?;
-        let calls = read_calls(git, &ctx.bad, &files).await;
+        let files = changed_files(git, good, bad).await.ok()?;
+        let calls = read_calls(git, bad, &files).await;
         Some((files.len(), calls, started.elapsed()))
     };
-    let (log, calls) =
-        futures::future::join(read_changes(git, workspace.root(), good, &ctx.bad), calls).await;
-    let LogRead { mut changes, hunks } = log.ok()?;
+    let (log, calls) = futures::future::join(read_changes(git, scratch, good, bad), calls).await;
+    let log = log.ok()?;
     let (files, calls, calls_read) = calls?;
-    let log_read = started.elapsed();
+    Some(RangeLog {
+        log,
+        files,
+        calls,
+        calls_read,
+        log_read: started.elapsed(),
+    })
+}
+
+/// The range's evidence under the failure's `focus`: the focus followed
+/// through the changed code's calls, and the best-scored commits' hunks
+/// placed in the functions they really changed before the final scores.
+/// `waited` is how long the search waited for the log.
+async fn placed(ctx: &Context, focus: &Focus, range: RangeLog, waited: std::time::Duration) -> RangeEvidence {
+    let git = ctx.pool.workspace().git();
+    let started = std::time::Instant::now();
+    let RangeLog {
+        log: LogRead { mut changes, hunks },
+        files,
+        calls,
+        calls_read,
+        log_read,
+    } = range;
     let focus = through_calls(focus, &calls);
-    // The best-scored commits' hunks are placed in the functions they
-    // really changed before the final scores.
     let shas: Vec<&String> = changes.keys().collect();
     let per_commit: Vec<Change> = shas.iter().map(|s| changes[*s].clone()).collect();
     let mut leaders: Vec<String> = Vec::new();
@@ -170,13 +263,14 @@ async fn read_range_evidence(ctx: &Context, focus: &Focus, good: &str) -> Option
         files,
         calls_ms = calls_read.as_millis() as u64,
         log_and_calls_ms = log_read.as_millis() as u64,
-        placed_ms = (started.elapsed() - log_read).as_millis() as u64,
+        waited_ms = waited.as_millis() as u64,
+        placed_ms = started.elapsed().as_millis() as u64,
         "culprit search range read"
     );
-    Some(RangeEvidence {
+    RangeEvidence {
         changes: Arc::new(changes),
         focus: Arc::new(focus),
-    })
+    }
 }
 
 /// What the definitions in the changed `files` (as they are at `bad`) call,

@@ -167,7 +167,7 @@ async fn pipeline(
 ) -> Result<Report> {
     use InvestigationState::*;
     tracker.move_to(ContextLoading, None).await?;
-    let reproduction = reproduce(ctx).await?;
+    let reproduction = reproduce(ctx, good.as_deref()).await?;
     tracker.move_to(Investigating, None).await?;
     let Proposed {
         mut classification,

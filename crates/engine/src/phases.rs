@@ -3,7 +3,9 @@
 //! services (investigator: [`reproduce`] and [`propose`]; verifier:
 //! [`verify_candidate`]; arbiter: [`conclude`]) with the same code.
 
+use crate::agents::git_history::GoodBeside;
 use crate::agents::test_behaviour::{Classification, Reproducer};
+use crate::focus::RangeLogTask;
 use serde::{Deserialize, Serialize};
 use tracelab_domain::contract::RateOracle;
 use tracelab_domain::hypothesis::Hypothesis;
@@ -83,7 +85,16 @@ pub enum Reproduction {
     /// The sequential test decided without ever showing the failure.
     Decided(Classification),
     /// The failure was seen; the re-runs go on in the background.
-    FirstFailure(Reproducer),
+    FirstFailure(Reproducer, HeadStart),
+}
+
+/// What the first round started for the culprit search beside the first
+/// run at bad, when a `--good` was given: the bad revision's tests run at
+/// good, and the range's log being read.
+#[derive(Default)]
+pub struct HeadStart {
+    pub good: Option<GoodBeside>,
+    pub range: Option<RangeLogTask>,
 }
 
 impl Proposal {

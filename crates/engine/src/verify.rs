@@ -631,10 +631,22 @@ pub(crate) async fn regression_before(
             .await?
         }
         BeforeIn::Pool => {
-            runs_until_with(plan.passes_needed, Outcome::Fail, || {
-                run_judged(&ctx.pool, &ctx.bad, &regression, ctx.test.runner, baseline)
-            })
-            .await?
+            // The failures a fix confirmation counted on run side by side
+            // (one per slot), then one at a time until one fails.
+            let at_once = plan
+                .classification
+                .fix_confirmation
+                .map_or(1, |c| c.before_failures.max(1));
+            let run = || run_judged(&ctx.pool, &ctx.bad, &regression, ctx.test.runner, baseline);
+            let mut runs = futures::future::try_join_all((0..at_once).map(|_| run())).await?;
+            let stopped = runs
+                .iter()
+                .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Blocked));
+            let rest = plan.passes_needed.saturating_sub(at_once);
+            if !stopped && rest > 0 {
+                runs.extend(runs_until_with(rest, Outcome::Fail, run).await?);
+            }
+            runs
         }
     };
     experiments.extend(batch_experiment(

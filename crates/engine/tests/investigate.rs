@@ -945,6 +945,82 @@ async fn a_test_file_the_good_source_cannot_run_falls_back_to_each_revisions_tes
     assert!(report.bisect.unwrap().oracle_note.is_some());
 }
 
+/// The scenario's commits, oldest first.
+fn commits(s: &Scenario) -> Vec<String> {
+    s.repo
+        .git(&["rev-list", "--reverse", "HEAD"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The test at `--good` runs beside the first run at bad, with the bad
+/// revision's test file laid over it; where that file cannot run on good's
+/// source, good's own tests run only if the answer leans on good.
+#[tokio::test]
+async fn the_good_revision_runs_beside_the_first_run_at_bad() {
+    let s = scenarios::test_uses_newer_api(14, 3, 8);
+    let (mut engine, _) = engine(|_| {}).await;
+    let progress = Arc::new(Recorded::default());
+    engine.progress = progress.clone();
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
+    let lines = progress.0.lock().unwrap().clone();
+    let beside = progress
+        .position("probing the good revision")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(lines[beside].contains("test_app.py"), "{}", lines[beside]);
+    let first = progress.position("reproduction: ").unwrap();
+    assert!(beside < first, "{lines:#?}");
+    assert_eq!(lines[first], "reproduction: 1 runs, 1 failed with the failure under investigation");
+    // The culprit's parent was probed good: good's own tests never ran.
+    assert!(
+        lines.iter().any(|l| l.contains("own tests were not run: the answer does not lean on it")),
+        "{lines:#?}"
+    );
+    assert!(progress.position("the answer leans on").is_none(), "{lines:#?}");
+}
+
+#[tokio::test]
+async fn an_answer_that_leans_on_the_good_revision_probes_its_own_tests() {
+    // The bug (commit 2) is older than the test of the new API (commit 5).
+    let s = scenarios::test_uses_newer_api(12, 5, 2);
+    let commits = commits(&s);
+    assert_eq!(commits[2], s.culprit.clone().unwrap());
+
+    // Good is the culprit's parent: the search blames good's child, which
+    // stands once good's own tests pass.
+    let (mut engine, _) = engine(|_| {}).await;
+    let progress = Arc::new(Recorded::default());
+    engine.progress = progress.clone();
+    let mut req = request(&s);
+    req.good = Some(commits[1].clone());
+    let report = engine.investigate(req).await.unwrap();
+    let culprit = report.culprit.clone().unwrap_or_else(|| panic!("{:?}", report.notes));
+    assert_eq!(culprit.commit.commit, commits[2]);
+    assert!(culprit.verified, "{}", culprit.verification);
+    assert!(
+        progress.position("the answer leans on the good revision").is_some(),
+        "{:#?}",
+        progress.0.lock().unwrap()
+    );
+
+    // Good has the bug already: its own tests fail with the failure. The
+    // search alone would blame good's child; the check makes it the error
+    // a failing --good gets.
+    let (engine, _) = engine(|_| {}).await;
+    let mut req = request(&s);
+    req.good = Some(commits[3].clone());
+    let Aborted { error, .. } = engine.investigate(req).await.unwrap_err();
+    assert!(
+        error.message.contains("also fails with the failure under investigation"),
+        "{}",
+        error.message
+    );
+}
+
 #[tokio::test]
 async fn a_bug_with_no_culprit_is_repaired_by_a_template_and_proven() {
     let s = scenarios::bug_since_the_first_commit(6);

@@ -83,7 +83,7 @@ async fn attempt(
     .with_journal(journal)
     .await
     .unwrap();
-    let reproduction = reproduce(&session.ctx).await.unwrap();
+    let reproduction = reproduce(&session.ctx, good.as_deref()).await.unwrap();
     let (_, proposal) = propose(&session.ctx, reproduction, good).await.unwrap();
     session.close(None).await;
     proposal.revert.map(|r| r.culprit)

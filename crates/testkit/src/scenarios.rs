@@ -477,11 +477,12 @@ pub fn old_bug_new_test(commits: usize, culprit_at: usize) -> Scenario {
 
 /// The failing test's file uses an API added after the good revision:
 /// `api_at` adds `app.double` and a test of it to `test_app.py`, and
-/// `culprit_at` (later) breaks `add`. The bad revision's test file cannot
-/// even be imported on the root's source, so the search must fall back to
-/// each revision's own tests to judge the root good.
+/// `culprit_at` breaks `add` (later, or earlier: the bug is then older than
+/// the test file's new API). The bad revision's test file cannot even be
+/// imported on the root's source, so the search must fall back to each
+/// revision's own tests to judge the root good.
 pub fn test_uses_newer_api(commits: usize, api_at: usize, culprit_at: usize) -> Scenario {
-    assert!(api_at >= 1 && api_at < culprit_at && culprit_at < commits);
+    assert!(api_at >= 1 && culprit_at >= 1 && api_at != culprit_at && culprit_at.max(api_at) < commits);
     const DOUBLE: &str = "\n\ndef double(x):\n    return 2 * x\n";
     let test_double = TEST_APP
         .replace("from app import add\n", "from app import add, double\n")
@@ -490,6 +491,10 @@ pub fn test_uses_newer_api(commits: usize, api_at: usize, culprit_at: usize) -> 
             "\n\ndef test_double():\n    assert double(3) == 6\n\n\nif __name__",
         )
         .replace("    test_add()\n", "    test_double()\n    test_add()\n");
+    let app = |bugged: bool, api: bool| {
+        let body = if bugged { APP_BAD } else { APP_GOOD };
+        format!("{body}{}", if api { DOUBLE } else { "" })
+    };
     let mut repo = FixtureRepo::new();
     let root = calculator(&mut repo);
     let mut culprit = None;
@@ -498,14 +503,14 @@ pub fn test_uses_newer_api(commits: usize, api_at: usize, culprit_at: usize) -> 
             repo.commit(
                 "Add double()",
                 &[
-                    ("app.py", &format!("{APP_GOOD}{DOUBLE}")),
+                    ("app.py", &app(culprit_at < api_at, true)),
                     ("test_app.py", &test_double),
                 ],
             );
         } else if i == culprit_at {
             culprit = Some(repo.commit(
                 "Speed up add for small numbers",
-                &[("app.py", &format!("{APP_BAD}{DOUBLE}"))],
+                &[("app.py", &app(true, api_at < culprit_at))],
             ));
         } else {
             filler(&mut repo, i);

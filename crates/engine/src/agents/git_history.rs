@@ -418,6 +418,101 @@ pub async fn probe_good(ctx: &Context, good: &str, model: &mut FlakeModel) -> Re
     Ok(own)
 }
 
+/// A run of the bad revision's tests at `--good`, made in the pipeline's
+/// first round beside the first run at bad, before the failure was known:
+/// [`probe_good`]'s overlaid probe brought forward a round. The oracle's
+/// files were guessed from the test command, so the run stands for that
+/// probe only when the failure names no others ([`good_from_beside`]).
+pub struct GoodBeside {
+    pub revision: String,
+    pub overlay: Overlay,
+    pub run: Judged,
+}
+
+/// What [`good_from_beside`] established about `--good`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoodState {
+    /// It passes the oracle: search from it.
+    Good,
+    /// It fails with the failure, or cannot be tested even with its own
+    /// tests: [`probe_good`] again, once the failure is classified.
+    NotGood,
+    /// The bad revision's tests cannot run on its source, so the search
+    /// falls back to each revision's own tests; good's own tests have not
+    /// run yet, and need to only if the search's answer leans on good
+    /// ([`check_deferred_good`]).
+    OwnTestsUnchecked,
+}
+
+/// Judges the run made beside the first run at bad as [`probe_good`]
+/// would judge its overlaid probe: `None` when it cannot stand for it (the
+/// oracle is not the guessed one, or the model needs more than one run).
+/// Where the bad revision's tests cannot run on good's source, the model
+/// falls back to each revision's own tests, and good's own-tests probe,
+/// which [`probe_good`] runs at once beside the overlaid one, is left until
+/// the search has answered.
+pub async fn good_from_beside(
+    ctx: &Context,
+    beside: &GoodBeside,
+    model: &mut FlakeModel,
+) -> Result<Option<GoodState>> {
+    let one_run = model.background_rate.is_none() && model.passes_needed <= 1;
+    if !one_run || model.overlay.as_ref() != Some(&beside.overlay) {
+        return Ok(None);
+    }
+    let (outcome, _) = crate::probe::judge(
+        &beside.run.run.result,
+        ctx.test.runner,
+        Some(&model.baseline),
+    );
+    Ok(Some(match outcome {
+        Outcome::Pass => GoodState::Good,
+        Outcome::Fail => GoodState::NotGood,
+        Outcome::FailedDifferently | Outcome::Blocked => {
+            if !oracle_differs_at(ctx, &beside.revision, &beside.overlay).await? {
+                // Its own tests are the bad revision's: nothing to fall back to.
+                return Ok(Some(GoodState::NotGood));
+            }
+            let which = format!("the good revision {}", short(&beside.revision));
+            fall_back_to_own_tests(ctx, model, &which);
+            GoodState::OwnTestsUnchecked
+        }
+    }))
+}
+
+/// Whether `finding` stands without good's own-tests probe, or with it:
+/// runs that probe only when the search's answer leans on good — a culprit
+/// with a parent no probe judged good (the search took it from `--good`),
+/// or no culprit at all. `false` when good does not pass.
+pub async fn check_deferred_good(
+    ctx: &Context,
+    good: &str,
+    model: &FlakeModel,
+    finding: &HistoryFinding,
+) -> Result<bool> {
+    if let Some(culprit) = &finding.culprit {
+        let parents = ctx.pool.workspace().git().parents(culprit).await?;
+        let probed_good = |p: &String| {
+            finding
+                .probes
+                .get(p)
+                .is_some_and(|r| r.result == ProbeResult::Good)
+        };
+        if !parents.is_empty() && parents.iter().all(probed_good) {
+            ctx.progress.report(&format!(
+                "the good revision {}'s own tests were not run: the answer does not lean on it (every parent of the culprit was probed good)",
+                short(good)
+            ));
+            return Ok(true);
+        }
+    }
+    ctx.progress.report(&format!(
+        "the answer leans on the good revision {}: probing it with its own tests",
+        short(good)
+    ));
+    Ok(probe(ctx, good, model).await?.result == ProbeResult::Good)
+}
+
 /// Whether any of the overlay's files differs between `revision` and the
 /// overlay's revision (where they are the same, laying them over changes
 /// nothing).

@@ -128,6 +128,11 @@ impl Reproducer {
     /// Runs one batch of up to k re-runs. In the `background`, each batch
     /// waits until no culprit search holds the pool.
     async fn batch(&mut self, ctx: &Context, background: bool) -> Result<()> {
+        self.batch_of(ctx, background, ctx.pool.size()).await
+    }
+
+    /// [`Reproducer::batch`] of at most `slots` runs.
+    async fn batch_of(&mut self, ctx: &Context, background: bool, slots: usize) -> Result<()> {
         if background {
             ctx.pool.wait_for_turn().await;
         }
@@ -138,7 +143,7 @@ impl Reproducer {
             .max_runs
             .saturating_sub(self.classifier.runs())
             .max(1) as usize;
-        let batch = ctx.pool.size().min(remaining);
+        let batch = slots.max(1).min(remaining);
         let overlay = self.overlay.as_ref();
         let revision = self.revision.as_str();
         let results = join_all((0..batch).map(|_| {
@@ -216,6 +221,20 @@ impl Reproducer {
         self.classifier.limit_runs(cap);
     }
 
+    /// One batch that leaves a slot of the pool to `beside`, run at the
+    /// same time (the pipeline's first round: the first run at bad beside
+    /// a run at `--good`).
+    pub async fn batch_beside<T>(
+        &mut self,
+        ctx: &Context,
+        beside: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        let slots = ctx.pool.size().saturating_sub(1);
+        let (batch, other) = futures::future::join(self.batch_of(ctx, false, slots), beside).await;
+        batch?;
+        Ok(other)
+    }
+
     /// Runs until a run shows the failure or the sequential test decides.
     pub async fn until_first_failure(&mut self, ctx: &Context) -> Result<()> {
         while self.first_failure().is_none() && !self.decided() {
@@ -281,10 +300,18 @@ impl Reproducer {
         let clean = at_bad == self.classifier.runs() && self.blocked == 0;
         // The fix's verification runs the regression test alone at bad
         // before the fix whenever it is narrower than the test command; a
-        // failure there is one more in the row (checked once it ran).
-        let before_failures =
-            u32::from(isolated_command(self.baseline.as_ref(), &ctx.test).is_some());
-        let failures = at_bad + search.failing_probes + before_failures;
+        // failure there is one more in the row (checked once it ran). It
+        // runs in the pool, whose slots are free by then: when one run
+        // short of `wanted`, that run goes beside it on another slot
+        // instead of a round of re-runs here (up to one per slot).
+        let isolated = isolated_command(self.baseline.as_ref(), &ctx.test).is_some();
+        let known = at_bad + search.failing_probes;
+        let before_failures = if isolated {
+            wanted.saturating_sub(known).clamp(1, ctx.pool.size().max(1) as u32)
+        } else {
+            0
+        };
+        let failures = known + before_failures;
         if wanted == 0 || at_bad == 0 || failures < wanted || !clean {
             return None;
         }

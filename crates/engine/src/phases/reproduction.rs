@@ -1,14 +1,15 @@
 //! Reproducing the failure at the bad revision, and the culprit search
 //! started at its first failure while the re-runs go on.
 
-use super::Reproduction;
+use super::{HeadStart, Reproduction};
 use crate::agents::code_path;
-use crate::agents::git_history::{self, FlakeModel, HistoryFinding};
+use crate::agents::git_history::{self, FlakeModel, GoodBeside, GoodState, HistoryFinding};
 use crate::agents::test_behaviour::{Classification, Reproducer, SearchEnded};
 use crate::context::Context;
-use crate::focus::{self, SearchFocus};
+use crate::focus::{self, RangeLogTask, SearchFocus};
 use crate::oracle;
 use crate::overlay::Overlay;
+use crate::probe::run_judged_overlaid;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracelab_domain::bisect::ProbeResult;
@@ -20,7 +21,11 @@ use tracelab_domain::{Error, Result};
 /// Re-runs the test at the bad revision until it shows the failure (or
 /// the sequential test decides without it). Unavailable when the test cannot
 /// run there at all.
-pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
+///
+/// With a `--good` (and two slots or more), the first round runs the bad
+/// revision's tests at good beside the first run at bad, and the range's
+/// log is read meanwhile: the culprit search then starts a round earlier.
+pub async fn reproduce(ctx: &Context, good: Option<&str>) -> Result<Reproduction> {
     if let Some(classification) = ctx.journal.as_ref().and_then(|j| j.classified()) {
         ctx.progress.report(&format!(
             "resuming: an earlier attempt classified the failure ({} of {} runs failed), not re-run",
@@ -34,9 +39,14 @@ pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
         &ctx.bad[..12.min(ctx.bad.len())]
     ));
     let mut reproducer = Reproducer::new(ctx, &ctx.bad, None, None);
+    let mut head = HeadStart::default();
+    if let Some(good) = good {
+        head.range = Some(RangeLogTask::start(ctx, good));
+        head.good = good_beside_first_run(ctx, &mut reproducer, good).await?;
+    }
     reproducer.until_first_failure(ctx).await?;
     if !reproducer.decided() {
-        return Ok(Reproduction::FirstFailure(reproducer));
+        return Ok(Reproduction::FirstFailure(reproducer, head));
     }
     let classification = reproducer.finish(ctx, false).await?;
     if let Some(journal) = &ctx.journal {
@@ -49,6 +59,49 @@ pub async fn reproduce(ctx: &Context) -> Result<Reproduction> {
     }
     report_behaviour(ctx, &classification);
     Ok(Reproduction::Decided(classification))
+}
+
+/// The first batch at bad with one slot left to a run of the bad
+/// revision's tests at `good` — the oracle's files as the test command
+/// names them, before any output can name more. `None` without such files,
+/// with fewer than two slots, in tests-at-revision mode, or when the run
+/// at good could not be made (the good check then probes it as before).
+async fn good_beside_first_run(
+    ctx: &Context,
+    reproducer: &mut Reproducer,
+    good: &str,
+) -> Result<Option<GoodBeside>> {
+    if ctx.config.tests_at_revision || ctx.pool.size() < 2 {
+        return Ok(None);
+    }
+    let files = oracle::judges_of(ctx, None, None).await.unwrap_or_default();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let overlay = Overlay {
+        rev: ctx.bad.clone(),
+        files,
+    };
+    ctx.progress.report(&format!(
+        "probing the good revision {} with the bad revision's {} beside the first run at bad",
+        &good[..12.min(good.len())],
+        overlay.files.join(", ")
+    ));
+    let spec = ctx.test_spec();
+    let at_good = run_judged_overlaid(
+        &ctx.pool,
+        good,
+        &spec,
+        ctx.test.runner,
+        None,
+        Some(&overlay),
+    );
+    let run = reproducer.batch_beside(ctx, at_good).await?;
+    Ok(run.ok().map(|run| GoodBeside {
+        revision: good.to_string(),
+        overlay,
+        run,
+    }))
 }
 
 /// Says how the failure behaves, once the re-runs have decided it.
@@ -70,6 +123,7 @@ async fn early_search(
     baseline: FailureSignature,
     output: &str,
     good: Option<String>,
+    head: HeadStart,
 ) -> Option<HistoryFinding> {
     // Held from the start through the good check and the search, so no
     // re-run slips in between.
@@ -85,7 +139,8 @@ async fn early_search(
             files,
         })
     };
-    let focus = Arc::new(SearchFocus::new(focus::failure_focus(ctx, output).await));
+    let focus = focus::failure_focus(ctx, output).await;
+    let focus = Arc::new(SearchFocus::new(focus).with_prefetched(head.range));
     let mut model = FlakeModel::new(
         1.0,
         ctx.config.good_miss_probability,
@@ -95,20 +150,50 @@ async fn early_search(
     .with_overlay(overlay)
     .with_focus(Some(focus.clone()));
     model.provisional = true;
+    let mut own_tests_unchecked = false;
     if let Some(g) = &good {
-        // The range's changes are read while the good revision runs.
-        let (report, _) = futures::future::join(
-            git_history::probe_good(ctx, g, &mut model),
-            focus.read_range(ctx, g),
-        )
-        .await;
-        if report.ok()?.result != ProbeResult::Good {
+        // The range's changes are read while the good revision runs (or
+        // were read during the first round).
+        let check = check_good_early(ctx, g, head.good.as_ref(), &mut model);
+        let (state, _) = futures::future::join(check, focus.read_range(ctx, g)).await;
+        match state.ok()? {
+            GoodState::Good => {}
+            GoodState::NotGood => return None,
+            GoodState::OwnTestsUnchecked => own_tests_unchecked = true,
+        }
+    }
+    let finding = git_history::find_culprit(ctx, good.clone(), &model, HashMap::new())
+        .await
+        .ok()?;
+    if own_tests_unchecked {
+        let g = good.as_deref()?;
+        let stands = git_history::check_deferred_good(ctx, g, &model, &finding).await;
+        if !stands.ok()? {
             return None;
         }
     }
-    git_history::find_culprit(ctx, good, &model, HashMap::new())
-        .await
-        .ok()
+    Some(finding)
+}
+
+/// Whether the search may start from `good`: from the run made beside the
+/// first run at bad where it can stand for the overlaid probe, else by
+/// probing it now.
+async fn check_good_early(
+    ctx: &Context,
+    good: &str,
+    beside: Option<&GoodBeside>,
+    model: &mut FlakeModel,
+) -> Result<GoodState> {
+    if let Some(beside) = beside
+        && let Some(state) = git_history::good_from_beside(ctx, beside, model).await?
+    {
+        return Ok(state);
+    }
+    let report = git_history::probe_good(ctx, good, model).await?;
+    Ok(match report.result {
+        ProbeResult::Good => GoodState::Good,
+        _ => GoodState::NotGood,
+    })
 }
 
 /// What the pipeline started at the first failure, before the re-runs
@@ -131,7 +216,7 @@ pub(super) async fn classify_with_early_search(
     good: Option<String>,
     await_fix: bool,
 ) -> Result<(Classification, Early, Option<Reproducer>)> {
-    let reproducer = match reproduction {
+    let (reproducer, head) = match reproduction {
         Reproduction::Decided(c) => {
             let none = Early {
                 search: None,
@@ -139,7 +224,7 @@ pub(super) async fn classify_with_early_search(
             };
             return Ok((c, none, None));
         }
-        Reproduction::FirstFailure(r) => r,
+        Reproduction::FirstFailure(r, head) => (r, head),
     };
     let (baseline, output) = reproducer
         .first_failure()
@@ -150,7 +235,7 @@ pub(super) async fn classify_with_early_search(
     // ask for a slot. Whether it named a culprit is known before its
     // precedence ends, so the re-runs see it at their next turn.
     let early = async {
-        let finding = early_search(ctx, baseline, &output, good).await;
+        let finding = early_search(ctx, baseline, &output, good, head).await;
         let _ = search_ended.set(search_ended_with(ctx, finding.as_ref()));
         finding
     };
