@@ -283,8 +283,24 @@ mod tests {
             ]
         );
         // Not cargo, or not its test command: no target files.
-        assert!(failing_test_files(Runner::Unknown, &argv("make test --test x"), None, &BTreeSet::new()).is_empty());
-        assert!(failing_test_files(Runner::CargoTest, &argv("cargo build --test x"), None, &BTreeSet::new()).is_empty());
+        assert!(
+            failing_test_files(
+                Runner::Unknown,
+                &argv("make test --test x"),
+                None,
+                &BTreeSet::new()
+            )
+            .is_empty()
+        );
+        assert!(
+            failing_test_files(
+                Runner::CargoTest,
+                &argv("cargo build --test x"),
+                None,
+                &BTreeSet::new()
+            )
+            .is_empty()
+        );
     }
 
     #[test]

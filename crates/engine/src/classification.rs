@@ -86,6 +86,20 @@ impl FixConfirmation {
         format!("{} failures in a row ({})", self.failures, parts.join(", "))
     }
 
+    /// Failures of the regression test alone at bad, before the fix, that
+    /// a confirmation may count on when `known` failures in a row are in
+    /// and `wanted` are needed: that test runs in the pool during the
+    /// verification (when it is narrower than the test command:
+    /// `isolated`), one run at least and up to one per slot side by side,
+    /// so the runs a confirmation is short of go there instead of into a
+    /// round of re-runs before it.
+    pub fn before_failures(wanted: u32, known: u32, slots: usize, isolated: bool) -> u32 {
+        if !isolated {
+            return 0;
+        }
+        wanted.saturating_sub(known).clamp(1, slots.max(1) as u32)
+    }
+
     /// Whether a verified fix's experiments supply the failures this
     /// confirmation counted on: its regression test before the fix ran at
     /// least `before_failures` times at the bad revision (not the
@@ -203,6 +217,24 @@ mod tests {
         assert!(!c.holds_for(&[]));
         // Nothing counted on: nothing to check.
         assert!(confirmation(0).holds_for(&[]));
+    }
+
+    #[test]
+    fn the_verification_supplies_what_the_row_is_short_of_up_to_a_run_per_slot() {
+        let before = FixConfirmation::before_failures;
+        // Not narrower than the test command: the reproduction's runs are
+        // the evidence, nothing more runs before the fix.
+        assert_eq!(before(4, 1, 2, false), 0);
+        // Enough already: the one run the contract makes anyway.
+        assert_eq!(before(4, 5, 2, true), 1);
+        assert_eq!(before(4, 3, 2, true), 1);
+        // Two short: both slots.
+        assert_eq!(before(4, 2, 2, true), 2);
+        // Three short on two slots: still two (the row stays short, so the
+        // re-runs at bad go on).
+        assert_eq!(before(4, 1, 2, true), 2);
+        assert_eq!(before(4, 1, 1, true), 1);
+        assert_eq!(before(4, 1, 4, true), 3);
     }
 
     #[test]

@@ -91,10 +91,13 @@ impl RangeLogTask {
         let (git, scratch) = (workspace.git().clone(), workspace.root().to_path_buf());
         let (good_rev, bad) = (good.to_string(), ctx.bad.clone());
         let task = tokio::spawn(async move {
-            tokio::time::timeout(MAX_READ_TIME, read_range_log(&git, &scratch, &good_rev, &bad))
-                .await
-                .ok()
-                .flatten()
+            tokio::time::timeout(
+                MAX_READ_TIME,
+                read_range_log(&git, &scratch, &good_rev, &bad),
+            )
+            .await
+            .ok()
+            .flatten()
         });
         Self {
             good: good.to_string(),
@@ -225,7 +228,12 @@ async fn read_range_log(git: &Git, scratch: &Path, good: &str, bad: &str) -> Opt
 /// through the changed code's calls, and the best-scored commits' hunks
 /// placed in the functions they really changed before the final scores.
 /// `waited` is how long the search waited for the log.
-async fn placed(ctx: &Context, focus: &Focus, range: RangeLog, waited: std::time::Duration) -> RangeEvidence {
+async fn placed(
+    ctx: &Context,
+    focus: &Focus,
+    range: RangeLog,
+    waited: std::time::Duration,
+) -> RangeEvidence {
     let git = ctx.pool.workspace().git();
     let started = std::time::Instant::now();
     let RangeLog {

@@ -312,17 +312,20 @@ async fn runs_until_with<F: Future<Output = Result<Judged>>>(
 
 /// Runs `spec` until the sequential test between `rates` decides (a run
 /// that fails for another reason or is blocked ends it: the judgement
-/// rejects or blocks), at most [`MAX_RATE_RUNS`] runs.
+/// rejects or blocks), at most [`MAX_RATE_RUNS`] runs in all. The test
+/// starts from the runs already `seen` (`true` for a failure).
 async fn runs_until_rate_decided(
     sandbox: &dyn Sandbox,
     spec: &CommandSpec,
     rates: RateOracle,
     runner: runner::Runner,
     baseline: Option<&FailureSignature>,
+    seen: &[bool],
 ) -> Result<Vec<Judged>> {
     let mut test = rates.test();
+    seen.iter().for_each(|failed| test.record(*failed));
     let mut runs = Vec::new();
-    while test.decision().is_none() && runs.len() < MAX_RATE_RUNS {
+    while test.decision().is_none() && seen.len() + runs.len() < MAX_RATE_RUNS {
         let judged = exec_judged(sandbox, spec, runner, baseline).await?;
         match judged.outcome {
             Outcome::Fail => test.record(true),
@@ -717,7 +720,7 @@ pub(crate) async fn run_contract(
         // A flakiness regression's fix may fail at the background rate:
         // its runs go on until the test between the two rates decides.
         Some(rates) => {
-            runs_until_rate_decided(sandbox, &regression, rates, runner, baseline).await?
+            runs_until_rate_decided(sandbox, &regression, rates, runner, baseline, &[]).await?
         }
         None => {
             runs_until(
@@ -760,6 +763,29 @@ pub(crate) async fn run_contract(
     }
 
     let suite_clean = contract::is_clean_suite_run(&existing);
+    if let Some(rates) = plan.rates {
+        // The judgement's sequential test counts the suite's run too
+        // (`contract::judge_rate_fix`), which can undo the decision the
+        // isolated runs reached: more of them until the whole decides.
+        let suite_run = match existing.outcome {
+            Outcome::Fail if existing.counts.is_none() => Some(true),
+            Outcome::Pass if suite_clean => Some(false),
+            _ => None,
+        };
+        let judged = |r: &Judged| matches!(r.outcome, Outcome::Pass | Outcome::Fail);
+        if let Some(suite_run) = suite_run
+            && after.iter().all(judged)
+        {
+            let seen: Vec<bool> = after
+                .iter()
+                .map(|r| r.outcome == Outcome::Fail)
+                .chain(std::iter::once(suite_run))
+                .collect();
+            let more =
+                runs_until_rate_decided(sandbox, &regression, rates, runner, baseline, &seen);
+            after.extend(more.await?);
+        }
+    }
     let passes = after.iter().filter(|r| r.outcome == Outcome::Pass).count() as u32;
     let short = plan
         .passes_needed

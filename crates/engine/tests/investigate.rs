@@ -967,6 +967,9 @@ async fn the_good_revision_runs_beside_the_first_run_at_bad() {
     req.good = Some(s.root.clone());
     let report = engine.investigate(req).await.unwrap();
     assert_eq!(report.culprit.unwrap().commit.commit, s.culprit.unwrap());
+    // The report says what was not run.
+    let note = report.bisect.unwrap().oracle_note.unwrap();
+    assert!(note.contains("own tests were not run"), "{note}");
     let lines = progress.0.lock().unwrap().clone();
     let beside = progress
         .position("probing the good revision")
@@ -974,13 +977,21 @@ async fn the_good_revision_runs_beside_the_first_run_at_bad() {
     assert!(lines[beside].contains("test_app.py"), "{}", lines[beside]);
     let first = progress.position("reproduction: ").unwrap();
     assert!(beside < first, "{lines:#?}");
-    assert_eq!(lines[first], "reproduction: 1 runs, 1 failed with the failure under investigation");
+    assert_eq!(
+        lines[first],
+        "reproduction: 1 runs, 1 failed with the failure under investigation"
+    );
     // The culprit's parent was probed good: good's own tests never ran.
     assert!(
-        lines.iter().any(|l| l.contains("own tests were not run: the answer does not lean on it")),
+        lines
+            .iter()
+            .any(|l| l.contains("own tests were not run: the answer does not lean on it")),
         "{lines:#?}"
     );
-    assert!(progress.position("the answer leans on").is_none(), "{lines:#?}");
+    assert!(
+        progress.position("the answer leans on").is_none(),
+        "{lines:#?}"
+    );
 }
 
 #[tokio::test]
@@ -992,17 +1003,22 @@ async fn an_answer_that_leans_on_the_good_revision_probes_its_own_tests() {
 
     // Good is the culprit's parent: the search blames good's child, which
     // stands once good's own tests pass.
-    let (mut engine, _) = engine(|_| {}).await;
+    let (mut first, _) = engine(|_| {}).await;
     let progress = Arc::new(Recorded::default());
-    engine.progress = progress.clone();
+    first.progress = progress.clone();
     let mut req = request(&s);
     req.good = Some(commits[1].clone());
-    let report = engine.investigate(req).await.unwrap();
-    let culprit = report.culprit.clone().unwrap_or_else(|| panic!("{:?}", report.notes));
+    let report = first.investigate(req).await.unwrap();
+    let culprit = report
+        .culprit
+        .clone()
+        .unwrap_or_else(|| panic!("{:?}", report.notes));
     assert_eq!(culprit.commit.commit, commits[2]);
     assert!(culprit.verified, "{}", culprit.verification);
     assert!(
-        progress.position("the answer leans on the good revision").is_some(),
+        progress
+            .position("the answer leans on the good revision")
+            .is_some(),
         "{:#?}",
         progress.0.lock().unwrap()
     );
@@ -1010,12 +1026,14 @@ async fn an_answer_that_leans_on_the_good_revision_probes_its_own_tests() {
     // Good has the bug already: its own tests fail with the failure. The
     // search alone would blame good's child; the check makes it the error
     // a failing --good gets.
-    let (engine, _) = engine(|_| {}).await;
+    let (second, _) = engine(|_| {}).await;
     let mut req = request(&s);
     req.good = Some(commits[3].clone());
-    let Aborted { error, .. } = engine.investigate(req).await.unwrap_err();
+    let Aborted { error, .. } = second.investigate(req).await.unwrap_err();
     assert!(
-        error.message.contains("also fails with the failure under investigation"),
+        error
+            .message
+            .contains("also fails with the failure under investigation"),
         "{}",
         error.message
     );
@@ -1373,15 +1391,16 @@ async fn the_failure_points_the_search_at_the_commit_that_changed_what_the_test_
         "{}",
         report.to_markdown()
     );
-    // No second round at bad: its 2 failures, the culprit's failing probe
-    // and the verification's run of `test_add` alone at bad (narrower than
-    // the test command) make the 4 failures in a row the fix's clean runs
-    // confirm.
+    // No second round at bad: the first round's one failure there (good
+    // ran on the other slot), the culprit's failing probe and the
+    // verification's two runs of `test_add` alone at bad (narrower than the
+    // test command; side by side on the pool's two slots) make the 4
+    // failures in a row the fix's clean runs confirm.
     let runs = report.reproduction.clone().unwrap().counts.unwrap();
-    assert_eq!((runs.runs, runs.failures), (2, 2), "{runs:?}");
+    assert_eq!((runs.runs, runs.failures), (1, 1), "{runs:?}");
     assert!(
         report.notes.iter().any(|n| n.contains(
-            "confirmed by the fix: 4 failures in a row (2 at the bad revision, 1 at revisions the search probed after the culprit, 1 of the regression test alone at the bad revision before the fix)"
+            "confirmed by the fix: 4 failures in a row (1 at the bad revision, 1 at revisions the search probed after the culprit, 2 of the regression test alone at the bad revision before the fix)"
         )),
         "{:?}",
         report.notes
@@ -1397,7 +1416,8 @@ async fn the_failure_points_the_search_at_the_commit_that_changed_what_the_test_
         before[0].command.contains("test_app.py::test_add"),
         "{before:?}"
     );
-    assert_eq!(before[0].effective_counts().failures, 1);
+    let counts = before[0].effective_counts();
+    assert_eq!((counts.runs, counts.failures), (2, 2), "{counts:?}");
 }
 
 #[tokio::test]

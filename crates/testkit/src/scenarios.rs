@@ -161,10 +161,13 @@ pub fn flaky(rate: f64, commits: usize) -> Scenario {
 /// Python defining `fails_now()`: the runs in one sandbox (counted in its
 /// private `HOME`) follow `pattern` cyclically, `F` failing and `P`
 /// passing. Deterministic "flakiness", so tests about rates cannot fail by
-/// bad luck, whatever order the engine runs them in.
+/// bad luck, whatever order the engine runs them in. Each pattern counts
+/// its own runs: a sandbox that runs revisions with different patterns in
+/// turn (a rate before a culprit and after it) sees each one's runs follow
+/// its own pattern, not a mixture that depends on the engine's order.
 fn schedule(pattern: &str) -> String {
     format!(
-        "import os\n\nSCHEDULE = \"{pattern}\"\n\n\ndef fails_now():\n    path = os.path.join(os.environ[\"HOME\"], \"runs\")\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return SCHEDULE[n % len(SCHEDULE)] == \"F\"\n"
+        "import os\n\nSCHEDULE = \"{pattern}\"\n\n\ndef fails_now():\n    path = os.path.join(os.environ[\"HOME\"], \"runs-\" + SCHEDULE)\n    n = int(open(path).read()) if os.path.exists(path) else 0\n    open(path, \"w\").write(str(n + 1))\n    return SCHEDULE[n % len(SCHEDULE)] == \"F\"\n"
     )
 }
 
@@ -482,7 +485,9 @@ pub fn old_bug_new_test(commits: usize, culprit_at: usize) -> Scenario {
 /// imported on the root's source, so the search must fall back to each
 /// revision's own tests to judge the root good.
 pub fn test_uses_newer_api(commits: usize, api_at: usize, culprit_at: usize) -> Scenario {
-    assert!(api_at >= 1 && culprit_at >= 1 && api_at != culprit_at && culprit_at.max(api_at) < commits);
+    assert!(
+        api_at >= 1 && culprit_at >= 1 && api_at != culprit_at && culprit_at.max(api_at) < commits
+    );
     const DOUBLE: &str = "\n\ndef double(x):\n    return 2 * x\n";
     let test_double = TEST_APP
         .replace("from app import add\n", "from app import add, double\n")

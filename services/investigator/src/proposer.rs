@@ -175,7 +175,9 @@ impl Investigator {
         use InvestigationState::*;
         let ctx = &session.ctx;
         let started = std::time::Instant::now();
-        let reproduction = reproduce(ctx, good.as_deref()).await.map_err(Investigation)?;
+        let reproduction = reproduce(ctx, good.as_deref())
+            .await
+            .map_err(Investigation)?;
         phase_seconds("reproduce", started);
         self.store
             .advance(id, ContextLoading, Investigating, None)

@@ -483,12 +483,13 @@ pub async fn good_from_beside(
 /// Whether `finding` stands without good's own-tests probe, or with it:
 /// runs that probe only when the search's answer leans on good — a culprit
 /// with a parent no probe judged good (the search took it from `--good`),
-/// or no culprit at all. `false` when good does not pass.
+/// or no culprit at all. `false` when good does not pass. When the probe is
+/// not needed, the finding's oracle note says good's own tests never ran.
 pub async fn check_deferred_good(
     ctx: &Context,
     good: &str,
     model: &FlakeModel,
-    finding: &HistoryFinding,
+    finding: &mut HistoryFinding,
 ) -> Result<bool> {
     if let Some(culprit) = &finding.culprit {
         let parents = ctx.pool.workspace().git().parents(culprit).await?;
@@ -499,10 +500,16 @@ pub async fn check_deferred_good(
                 .is_some_and(|r| r.result == ProbeResult::Good)
         };
         if !parents.is_empty() && parents.iter().all(probed_good) {
-            ctx.progress.report(&format!(
+            let note = format!(
                 "the good revision {}'s own tests were not run: the answer does not lean on it (every parent of the culprit was probed good)",
                 short(good)
-            ));
+            );
+            ctx.progress.report(&note);
+            let summary = &mut finding.summary;
+            summary.oracle_note = Some(match summary.oracle_note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note,
+            });
             return Ok(true);
         }
     }

@@ -306,11 +306,8 @@ impl Reproducer {
         // instead of a round of re-runs here (up to one per slot).
         let isolated = isolated_command(self.baseline.as_ref(), &ctx.test).is_some();
         let known = at_bad + search.failing_probes;
-        let before_failures = if isolated {
-            wanted.saturating_sub(known).clamp(1, ctx.pool.size().max(1) as u32)
-        } else {
-            0
-        };
+        let before_failures =
+            FixConfirmation::before_failures(wanted, known, ctx.pool.size(), isolated);
         let failures = known + before_failures;
         if wanted == 0 || at_bad == 0 || failures < wanted || !clean {
             return None;

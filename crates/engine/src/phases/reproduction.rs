@@ -162,12 +162,12 @@ async fn early_search(
             GoodState::OwnTestsUnchecked => own_tests_unchecked = true,
         }
     }
-    let finding = git_history::find_culprit(ctx, good.clone(), &model, HashMap::new())
+    let mut finding = git_history::find_culprit(ctx, good.clone(), &model, HashMap::new())
         .await
         .ok()?;
     if own_tests_unchecked {
         let g = good.as_deref()?;
-        let stands = git_history::check_deferred_good(ctx, g, &model, &finding).await;
+        let stands = git_history::check_deferred_good(ctx, g, &model, &mut finding).await;
         if !stands.ok()? {
             return None;
         }
