@@ -85,7 +85,7 @@ pub enum Reproduction {
     /// The sequential test decided without ever showing the failure.
     Decided(Classification),
     /// The failure was seen; the re-runs go on in the background.
-    FirstFailure(Reproducer, HeadStart),
+    FirstFailure(Reproducer, Box<HeadStart>),
 }
 
 /// What the first round started for the culprit search beside the first

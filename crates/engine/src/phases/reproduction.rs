@@ -39,7 +39,7 @@ pub async fn reproduce(ctx: &Context, good: Option<&str>) -> Result<Reproduction
         &ctx.bad[..12.min(ctx.bad.len())]
     ));
     let mut reproducer = Reproducer::new(ctx, &ctx.bad, None, None);
-    let mut head = HeadStart::default();
+    let mut head = Box::<HeadStart>::default();
     if let Some(good) = good {
         head.range = Some(RangeLogTask::start(ctx, good));
         head.good = good_beside_first_run(ctx, &mut reproducer, good).await?;
@@ -224,7 +224,7 @@ pub(super) async fn classify_with_early_search(
             };
             return Ok((c, none, None));
         }
-        Reproduction::FirstFailure(r, head) => (r, head),
+        Reproduction::FirstFailure(r, head) => (r, *head),
     };
     let (baseline, output) = reproducer
         .first_failure()
