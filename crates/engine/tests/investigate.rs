@@ -1436,3 +1436,34 @@ async fn a_misleading_focus_costs_rounds_never_the_answer() {
     assert!(bisect.pointed_at.iter().any(|p| p.commit == culprit));
     assert_eq!(bisect.confidence, 1.0);
 }
+
+#[tokio::test]
+async fn a_flake_aware_search_whose_judgements_contradict_searches_again_stricter() {
+    // After the culprit (commit 6) the test fails 19 runs in 20, but
+    // commits 10–21 pass their first 4 runs in each sandbox: a rate test
+    // there errs the way a sequential test does now and then, judges the
+    // background rate, and contradicts a revision before it judged at the
+    // raised one. The stricter search runs on past those passes.
+    let s = scenarios::flakiness_regression_with_a_lucky_stretch(
+        26,
+        6,
+        "PPPPPPPPPPPPPPPPPPPF",
+        "PFFFFFFFFFFFFFFFFFFF",
+        10..22,
+        4,
+    );
+    let (engine, _) = engine(|_| {}).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    let bisect = report.bisect.clone().unwrap();
+    let note = bisect.note.clone().unwrap_or_default();
+    assert!(
+        note.contains("a first search's judgements contradicted each other"),
+        "{note}"
+    );
+    assert_eq!(report.verdict, Verdict::FlakinessRegression, "{note}");
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    assert!(culprit.verified, "{}", culprit.verification);
+}

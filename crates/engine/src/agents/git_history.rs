@@ -314,6 +314,16 @@ fn confidence(model: &FlakeModel, passes: impl IntoIterator<Item = u32>) -> f64 
         .product()
 }
 
+/// The judgements that hold whatever the model: an untestable revision
+/// stays untestable.
+fn untestable_only(known: &HashMap<String, ProbeReport>) -> HashMap<String, ProbeReport> {
+    known
+        .iter()
+        .filter(|(_, r)| r.result == ProbeResult::Untestable)
+        .map(|(rev, r)| (rev.clone(), *r))
+        .collect()
+}
+
 /// The re-test of a flake-aware search's answer.
 struct Boundary {
     /// The culprit's report first, then its parents'.
@@ -810,6 +820,37 @@ pub async fn find_culprit(
             break Err(e);
         }
     };
+    // A flake-aware search's probes are sequential tests that err now and
+    // then, so judgements that contradict each other (a revision judged
+    // good after one judged bad) mean one of them erred, not that the
+    // failure comes and goes: search again with a test ten times stricter,
+    // as for an answer its re-test refutes.
+    if let Err(e) = &outcome
+        && model.background_rate.is_some()
+        && !model.strict
+    {
+        let why = e.message.clone();
+        ctx.progress.report(&format!(
+            "the flake-aware search's judgements contradict each other ({why}); searching again with a stricter test"
+        ));
+        let seed = untestable_only(&known);
+        let mut again = Box::pin(find_culprit(
+            ctx,
+            Some(good.clone()),
+            &model.stricter(),
+            seed,
+        ))
+        .await?;
+        let earlier = format!(
+            "a first search's judgements contradicted each other ({why}); this is the answer of a search with a test ten times stricter"
+        );
+        again.summary.note = Some(match again.summary.note.take() {
+            Some(n) => format!("{earlier}; {n}"),
+            None => earlier,
+        });
+        again.summary.test_runs += known.values().map(|r| r.runs).sum::<u32>();
+        return Ok(again);
+    }
     // A flake-aware search's answer is re-tested at both ends before it is
     // believed (see `confirm_boundary`).
     let mut confirmed = None;
@@ -854,14 +895,8 @@ pub async fn find_culprit(
             ));
             // Only the strict judgements carry over; an untestable
             // revision stays untestable whatever the model.
-            let seed: HashMap<String, ProbeReport> = known
-                .iter()
-                .filter(|(rev, r)| {
-                    r.result == ProbeResult::Untestable
-                        || boundary.reports.iter().any(|(b, _)| b == *rev)
-                })
-                .map(|(rev, r)| (rev.clone(), *r))
-                .collect();
+            let mut seed = untestable_only(&known);
+            seed.extend(boundary.reports.iter().map(|(rev, r)| (rev.clone(), *r)));
             let mut again = Box::pin(find_culprit(ctx, Some(good.clone()), &strict, seed)).await?;
             let earlier = format!(
                 "a first search answered {} but the re-test of its ends refuted it ({why}); this is the answer of a search with a test ten times stricter",
