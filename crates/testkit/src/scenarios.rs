@@ -580,57 +580,6 @@ pub fn flakiness_regression(
     Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new())
 }
 
-/// [`flakiness_regression`] where a stretch of later commits (`lucky`, a
-/// range of commit indices after `culprit_at`) passes its first
-/// `lucky_passes` runs in each sandbox and then always fails: a flake-aware
-/// search that probes there first judges it at the background rate, as a
-/// sequential test that erred would, and its judgements then contradict
-/// each other. Deterministic, like every schedule here.
-pub fn flakiness_regression_with_a_lucky_stretch(
-    commits: usize,
-    culprit_at: usize,
-    before: &str,
-    after: &str,
-    lucky: std::ops::Range<usize>,
-    lucky_passes: usize,
-) -> Scenario {
-    assert!(culprit_at >= 1 && culprit_at < lucky.start && lucky.end < commits);
-    // Passes first, then failures only (the schedule also names the
-    // sandbox's counter file, so it stays short).
-    let lucky_pattern = format!(
-        "{}{}",
-        "P".repeat(lucky_passes),
-        "F".repeat(2 * lucky_passes)
-    );
-    let mut repo = FixtureRepo::new();
-    let root = repo.commit(
-        "Add a connection pool",
-        &[
-            ("pool.py", &patterned_pool(before)),
-            ("test_race.py", TEST_RACE),
-        ],
-    );
-    let mut culprit = None;
-    for i in 1..commits {
-        if i == culprit_at {
-            culprit = Some(repo.commit(
-                "Share the connection pool",
-                &[("pool.py", &patterned_pool(after))],
-            ));
-        } else if i == lucky.start {
-            repo.commit(
-                "Tune the pool",
-                &[("pool.py", &patterned_pool(&lucky_pattern))],
-            );
-        } else if i == lucky.end {
-            repo.commit("Untune the pool", &[("pool.py", &patterned_pool(after))]);
-        } else {
-            filler(&mut repo, i);
-        }
-    }
-    Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new())
-}
-
 /// A test failing one run in `every` (per sandbox) at every commit.
 pub fn scheduled_flaky(every: u32, commits: usize) -> Scenario {
     let mut repo = FixtureRepo::new();
