@@ -40,6 +40,19 @@ pub fn is_clean_suite_run(e: &Experiment) -> bool {
         && e.counts.is_none()
 }
 
+/// What a run of part 4 counts as among a flakiness regression's runs of
+/// the regression test after the fix ([`judge_rate_fix`]): `Some(true)`
+/// when it failed with the failure under investigation and nothing else
+/// (one more failing run), `Some(false)` when it is a clean run
+/// ([`is_clean_suite_run`]), `None` when it is neither.
+pub fn suite_run_as_regression_run(e: &Experiment) -> Option<bool> {
+    match e.outcome {
+        Outcome::Fail if e.counts.is_none() => Some(true),
+        _ if is_clean_suite_run(e) => Some(false),
+        _ => None,
+    }
+}
+
 /// Parts 1 and 2, shared by every judgement: nothing blocked, the failure
 /// reproduced, the regression test failed before the fix. Their counts, or
 /// the judgement that ends here.
@@ -210,14 +223,13 @@ pub fn judge_rate_fix(experiments: &[Experiment], rates: RateOracle) -> Judgemen
         return judgement(Inconclusive, "no run of the existing tests after the fix");
     };
     let (mut failures, mut runs) = (after.failures, after.runs);
-    match existing.outcome {
-        Outcome::Fail if existing.counts.is_none() => {
-            failures += 1;
+    match suite_run_as_regression_run(existing) {
+        Some(failed) => {
+            failures += u32::from(failed);
             runs += 1;
         }
-        Outcome::Pass if is_clean_suite_run(existing) => runs += 1,
-        Outcome::Pass => {}
-        _ => return judgement(Rejected, "existing tests fail after the fix"),
+        None if existing.outcome == Outcome::Pass => {}
+        None => return judgement(Rejected, "existing tests fail after the fix"),
     }
     let mut test = rates.test();
     (0..failures).for_each(|_| test.record(true));

@@ -90,15 +90,8 @@ impl RangeLogTask {
         let workspace = ctx.pool.workspace();
         let (git, scratch) = (workspace.git().clone(), workspace.root().to_path_buf());
         let (good_rev, bad) = (good.to_string(), ctx.bad.clone());
-        let task = tokio::spawn(async move {
-            tokio::time::timeout(
-                MAX_READ_TIME,
-                read_range_log(&git, &scratch, &good_rev, &bad),
-            )
-            .await
-            .ok()
-            .flatten()
-        });
+        let task =
+            tokio::spawn(async move { read_range_log(&git, &scratch, &good_rev, &bad).await });
         Self {
             good: good.to_string(),
             task,
@@ -164,16 +157,15 @@ impl SearchFocus {
             Some(task) => task.finish().await,
             None => {
                 let workspace = ctx.pool.workspace();
-                let read = read_range_log(workspace.git(), workspace.root(), good, &ctx.bad);
-                tokio::time::timeout(MAX_READ_TIME, read)
-                    .await
-                    .ok()
-                    .flatten()
+                read_range_log(workspace.git(), workspace.root(), good, &ctx.bad).await
             }
         };
+        // The search waits at most MAX_READ_TIME for the log and the
+        // placement together.
         let waited = started.elapsed();
+        let left = MAX_READ_TIME.saturating_sub(waited);
         let read = match log {
-            Some(log) => tokio::time::timeout(MAX_READ_TIME, placed(ctx, &self.focus, log, waited))
+            Some(log) => tokio::time::timeout(left, placed(ctx, &self.focus, log, waited))
                 .await
                 .ok(),
             None => None,
@@ -204,8 +196,24 @@ impl SearchFocus {
 
 /// What `good..bad` changed (`git log -p`) and what the changed files'
 /// definitions call at bad, read beside each other (the file names come
-/// from a much cheaper `git log`). `None` when `git log` failed.
+/// from a much cheaper `git log`), within [`MAX_READ_TIME`]. `None` when
+/// `git log` failed or took too long.
 async fn read_range_log(git: &Git, scratch: &Path, good: &str, bad: &str) -> Option<RangeLog> {
+    tokio::time::timeout(
+        MAX_READ_TIME,
+        read_range_log_untimed(git, scratch, good, bad),
+    )
+    .await
+    .ok()
+    .flatten()
+}
+
+async fn read_range_log_untimed(
+    git: &Git,
+    scratch: &Path,
+    good: &str,
+    bad: &str,
+) -> Option<RangeLog> {
     let started = std::time::Instant::now();
     let calls = async {
         let files = changed_files(git, good, bad).await.ok()?;

@@ -767,11 +767,7 @@ pub(crate) async fn run_contract(
         // The judgement's sequential test counts the suite's run too
         // (`contract::judge_rate_fix`), which can undo the decision the
         // isolated runs reached: more of them until the whole decides.
-        let suite_run = match existing.outcome {
-            Outcome::Fail if existing.counts.is_none() => Some(true),
-            Outcome::Pass if suite_clean => Some(false),
-            _ => None,
-        };
+        let suite_run = contract::suite_run_as_regression_run(&existing);
         let judged = |r: &Judged| matches!(r.outcome, Outcome::Pass | Outcome::Fail);
         if let Some(suite_run) = suite_run
             && after.iter().all(judged)
