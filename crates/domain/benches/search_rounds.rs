@@ -1,6 +1,8 @@
 //! Rounds of the culprit search with and without a prior
-//! (`CulpritSearch::with_prior`), over every culprit of linear windows, and
-//! the time one round's choice of probes takes. Numbers, not assertions:
+//! (`CulpritSearch::with_prior`), over every culprit of linear windows, with
+//! and without a stretch of commits that fail differently (a build-error
+//! window), and the time one round's choice of probes takes. Numbers, not
+//! assertions:
 //! `cargo bench -p tracelab-domain --bench search_rounds`.
 
 use std::time::Instant;
@@ -13,13 +15,28 @@ fn linear(n: usize) -> Vec<Vec<usize>> {
 }
 
 fn rounds(n: usize, k: usize, culprit: usize, prior: Option<Vec<f64>>) -> u32 {
+    rounds_around(n, k, culprit, prior, 0..0)
+}
+
+/// Rounds to the culprit when the commits of `broken` fail differently.
+fn rounds_around(
+    n: usize,
+    k: usize,
+    culprit: usize,
+    prior: Option<Vec<f64>>,
+    broken: std::ops::Range<usize>,
+) -> u32 {
     let mut s = CulpritSearch::new(&linear(n)).expect("a linear window");
     if let Some(p) = prior {
         s = s.with_prior(p).expect("a valid prior");
     }
     while s.outcome().is_none() {
-        for i in s.next_probes(k) {
-            let r = if i >= culprit {
+        let round = s.next_probes(k);
+        assert!(!round.is_empty(), "the search stalled");
+        for i in round {
+            let r = if broken.contains(&i) {
+                ProbeResult::Untestable
+            } else if i >= culprit {
                 ProbeResult::Bad
             } else {
                 ProbeResult::Good
@@ -79,6 +96,45 @@ fn main() {
         }
     }
     println!();
+    println!(
+        "| window | broken stretch | k | no prior: mean / max | wrong prior (all on another commit): mean / max |"
+    );
+    println!("|---|---|---|---|---|");
+    for len in [4usize, 12, 24] {
+        for k in [1usize, 2, 4] {
+            let n = 121;
+            let stats = |wrong: bool| {
+                let mut r: Vec<u32> = Vec::new();
+                for start in (0..n - len).step_by(5) {
+                    let broken = start..start + len;
+                    // A culprit just after the stretch is ambiguous: left out.
+                    for c in (0..n - 1).filter(|c| !broken.contains(c) && *c != start + len) {
+                        let p = wrong.then(|| prior(n, &[((c + 40) % (n - 1), 1.0)]));
+                        r.push(rounds_around(n, k, c, p, broken.clone()));
+                    }
+                }
+                let mean = r.iter().sum::<u32>() as f64 / r.len() as f64;
+                format!("{mean:.2} / {}", r.iter().max().unwrap_or(&0))
+            };
+            println!("| {n} | {len} | {k} | {} | {} |", stats(false), stats(true));
+        }
+    }
+    println!();
+    for n in [121usize, 1000, 4096, 20_000] {
+        for k in [2usize, 4] {
+            // Two probes of a stretch in the middle failed differently.
+            let mut s = CulpritSearch::new(&linear(n)).expect("a linear window");
+            s.record(n / 2, ProbeResult::Untestable).expect("a probe");
+            s.record(n / 2 + 3, ProbeResult::Untestable)
+                .expect("a probe");
+            let t = Instant::now();
+            let round = s.next_probes(k);
+            println!(
+                "a round's probes beside a broken stretch, {n} candidates, k = {k}: {:?} ({round:?})",
+                t.elapsed()
+            );
+        }
+    }
     for n in [121usize, 1000, 4096] {
         let mut plain = CulpritSearch::new(&linear(n)).expect("a linear window");
         let mut weighted = plain

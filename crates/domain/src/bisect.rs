@@ -7,8 +7,10 @@
 //! * bad at `c`: the culprit is `c` or one of its ancestors;
 //! * good at `c`: the culprit is none of them;
 //! * untestable at `c` (it fails *differently*): nothing is learnt, and `c` is
-//!   never probed again — the search routes around it, and steps away from
-//!   its neighbours (breakage spans several commits).
+//!   never probed again — the search routes around it: from then on each
+//!   round's probes are chosen for the information they are expected to
+//!   give, counting a probe near a broken stretch as likely lost (breakage
+//!   spans several commits), so the probes go to the stretch's edges.
 //!
 //! Each round picks up to `k` probes whose ancestor counts split the remaining
 //! candidates into `k + 1` near-equal parts, so a linear history of `N`
@@ -88,6 +90,18 @@ pub const MAX_GRAPH_CANDIDATES: usize = 20_000;
 /// Largest window split by prior mass ([`CulpritSearch::with_prior`]): the
 /// mass of every candidate's ancestors is summed each round.
 pub const MAX_WEIGHTED_CANDIDATES: usize = 4_096;
+
+/// Commit sums a round's choice of probes may take once some probe failed
+/// differently ([`CulpritSearch::informative_probes`]), tens of
+/// milliseconds (`cargo bench -p tracelab-domain --bench search_rounds`):
+/// wider windows weigh fewer, evenly spaced options, never fewer than
+/// [`MIN_INFORMATIVE_OPTIONS`].
+const INFORMATIVE_CHOICE_BUDGET: usize = 1 << 22;
+const MIN_INFORMATIVE_OPTIONS: usize = 32;
+
+/// Rounds of more probes choose them by cuts at targets only (a choice
+/// weighs every way the round's probes can fail: `2^k`).
+const MAX_INFORMATIVE_ROUND: usize = 8;
 
 /// What a probe at one revision showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -224,6 +238,15 @@ impl CulpritSearch {
                 return chosen;
             }
         }
+        let risk = self.untestable_risk();
+        if k <= MAX_INFORMATIVE_ROUND && self.probeable().any(|i| risk[i] > 0.0) {
+            let weights = vec![1.0; self.len()];
+            let chosen = self.informative_probes(k, &weights, &risk, Vec::new());
+            if !chosen.is_empty() {
+                self.rounds += 1;
+                return chosen;
+            }
+        }
         let n = self.remaining();
         let mut weighted: Vec<(usize, usize)> = self
             .probeable()
@@ -234,7 +257,6 @@ impl CulpritSearch {
         }
         weighted.sort_by_key(|&(i, w)| (w, i));
         let k = k.max(1).min(weighted.len());
-        let risk = self.untestable_risk();
         let mut chosen: Vec<usize> = Vec::with_capacity(k);
         for target in split_targets(n, k) {
             // The probe whose "bad" answer leaves `target` candidates, away
@@ -283,6 +305,9 @@ impl CulpritSearch {
             }
         }
         let risk = self.untestable_risk();
+        if k <= MAX_INFORMATIVE_ROUND && below.iter().any(|&(i, _)| risk[i] > 0.0) {
+            return self.informative_probes(k, prior, &risk, chosen);
+        }
         for j in 1..=k {
             if chosen.len() == k {
                 break;
@@ -302,6 +327,97 @@ impl CulpritSearch {
         chosen
     }
 
+    /// The probes for a round once a probe failed differently: added one
+    /// at a time to `chosen`, each the one that most raises the information
+    /// the round is expected to give (the entropy of how its answers split
+    /// the remaining `weights`), counting each probe as lost with its
+    /// `risk` of failing differently too. A cut at a target
+    /// ([`safest_near_target`]) only trades a little cut for a little risk;
+    /// this steps over a broken stretch when every commit near the target
+    /// lies in it, and probes just outside it, where the answer says
+    /// whether the culprit is before, in or after it
+    /// (`untestable_windows_cost_fewer_rounds`). Windows without failed
+    /// probes keep the cuts at targets, which bound the worst case.
+    fn informative_probes(
+        &self,
+        k: usize,
+        weights: &[f64],
+        risk: &[f64],
+        mut chosen: Vec<usize>,
+    ) -> Vec<usize> {
+        let remaining: Vec<usize> = self.remaining.iter().collect();
+        let mass: Vec<f64> = remaining.iter().map(|&c| weights[c]).collect();
+        let total: f64 = mass.iter().sum();
+        let mut open: Vec<usize> = self
+            .probeable()
+            // A probe that every remaining candidate precedes tells nothing.
+            .filter(|&i| self.ancestors[i].count_and(&self.remaining) < remaining.len())
+            .filter(|i| risk[*i] < 1.0 && !chosen.contains(i))
+            .collect();
+        // Each evaluation sums the remaining commits once per way the
+        // round's probes can fail: thin a wide window's options evenly
+        // (they are in topological order) to bound a round's choice.
+        let per_option = remaining.len() << k;
+        let options = (INFORMATIVE_CHOICE_BUDGET / per_option.max(1)).max(MIN_INFORMATIVE_OPTIONS);
+        let step = open.len().div_ceil(options).max(1);
+        if step > 1 {
+            open = open.into_iter().step_by(step).collect();
+        }
+        // Which of the round's probes each remaining commit would make bad
+        // (bit j: the j-th chosen probe descends from it).
+        let mut answers: Vec<usize> = remaining
+            .iter()
+            .map(|&c| {
+                chosen
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| self.ancestors[**p].get(c))
+                    .fold(0, |bits, (j, _)| bits | 1 << j)
+            })
+            .collect();
+        let mut with_option = answers.clone();
+        while chosen.len() < k.max(1) {
+            let bit = 1 << chosen.len();
+            let mut risks: Vec<f64> = chosen.iter().map(|&p| risk[p]).collect();
+            risks.push(0.0);
+            let mut best: Option<(usize, f64)> = None;
+            for &i in open.iter().filter(|i| !chosen.contains(i)) {
+                for ((to, from), &c) in with_option.iter_mut().zip(&answers).zip(&remaining) {
+                    *to = if self.ancestors[i].get(c) {
+                        from | bit
+                    } else {
+                        *from
+                    };
+                }
+                *risks.last_mut().expect("the option's risk") = risk[i];
+                let information = expected_information(&with_option, &mass, total, &risks);
+                let better = best.is_none_or(|(b, best)| {
+                    information
+                        .total_cmp(&best)
+                        .then(risk[b].total_cmp(&risk[i]))
+                        .then(b.cmp(&i))
+                        .is_gt()
+                });
+                if better {
+                    best = Some((i, information));
+                }
+            }
+            match best {
+                Some((i, information)) if information > 1e-12 => {
+                    for (to, &c) in answers.iter_mut().zip(&remaining) {
+                        if self.ancestors[i].get(c) {
+                            *to |= bit;
+                        }
+                    }
+                    chosen.push(i);
+                }
+                _ => break,
+            }
+        }
+        chosen.sort_unstable();
+        chosen
+    }
+
     /// How likely each candidate is to fail differently too, judged by
     /// the commits that already did: a build or a test collection breaks
     /// for a stretch of commits, not for one. Along the candidates'
@@ -310,8 +426,8 @@ impl CulpritSearch {
     /// beside a stretch of `len` known commits the risk falls as
     /// `exp(-d / len)` at distance `d` (longer stretches reach further),
     /// and it is 0 from the nearest tested commit on: the stretch ends
-    /// before it. The probes choose by it among those that cut near their
-    /// targets ([`safest_near_target`]), so the search steps away from a
+    /// before it. The probes weigh their answers by it
+    /// ([`CulpritSearch::informative_probes`]), so the search steps over a
     /// broken stretch instead of probing it commit by commit.
     fn untestable_risk(&self) -> Vec<f64> {
         let n = self.results.len();
@@ -414,6 +530,36 @@ fn safest_near_target(open: &[(usize, f64)], risk: &[f64], slack: f64) -> Option
                 .then(a.0.cmp(&b.0))
         })
         .map(|&(i, _)| i)
+}
+
+/// The entropy of a round's answers over the remaining commits (`mass`,
+/// summing to `total`), averaged over which probes fail differently,
+/// independently, each with its `risk`. `answers[c]` has bit `j` set when
+/// the `j`-th probe would be bad were commit `c` the culprit.
+fn expected_information(answers: &[usize], mass: &[f64], total: f64, risk: &[f64]) -> f64 {
+    let mut parts = vec![0.0; 1 << risk.len()];
+    let mut expected = 0.0;
+    for answered in 0..1usize << risk.len() {
+        let chance: f64 = risk
+            .iter()
+            .enumerate()
+            .map(|(j, r)| if answered >> j & 1 == 1 { 1.0 - r } else { *r })
+            .product();
+        if chance <= 0.0 {
+            continue;
+        }
+        parts.fill(0.0);
+        for (bits, m) in answers.iter().zip(mass) {
+            parts[bits & answered] += m;
+        }
+        let entropy: f64 = parts
+            .iter()
+            .filter(|&&m| m > 0.0)
+            .map(|&m| -(m / total) * (m / total).ln())
+            .sum();
+        expected += chance * entropy;
+    }
+    expected
 }
 
 /// Where `k` probes should cut `n` candidates, as cumulative group sizes.
@@ -668,14 +814,18 @@ mod tests {
         assert_eq!(outcome, SearchOutcome::Culprit(15));
     }
 
-    /// Rounds over every culprit outside a 12-commit untestable window
+    /// Rounds over every culprit outside a `len`-commit untestable window
     /// of a 121-commit history, for windows starting at every 8th commit,
     /// with `prior(culprit)` when given.
-    fn rounds_around_windows(k: usize, prior: impl Fn(usize) -> Option<Vec<f64>>) -> (u32, u32) {
+    fn rounds_around_windows(
+        len: usize,
+        k: usize,
+        prior: impl Fn(usize) -> Option<Vec<f64>>,
+    ) -> (u32, u32) {
         let (mut total, mut worst) = (0, 0);
-        for start in (0..109).step_by(8) {
-            let window: Vec<usize> = (start..start + 12).collect();
-            for culprit in (0..121).filter(|c| !window.contains(c) && *c != start + 12) {
+        for start in (0..121 - len).step_by(8) {
+            let window: Vec<usize> = (start..start + len).collect();
+            for culprit in (0..121).filter(|c| !window.contains(c) && *c != start + len) {
                 let (outcome, rounds, _) =
                     run_with(&linear(121), k, |i| i >= culprit, &window, prior(culprit));
                 assert_eq!(outcome, SearchOutcome::Culprit(culprit), "window {start}");
@@ -688,16 +838,39 @@ mod tests {
 
     #[test]
     fn untestable_windows_cost_fewer_rounds() {
-        // The same cases before probes stepped away from untestable
-        // stretches (total rounds, worst case): (7367, 12) without a prior,
-        // (8751, 11) with a wrong one, (1512, 1) with a right one.
-        let plain = rounds_around_windows(2, |_| None);
-        let right = rounds_around_windows(2, |c| Some(pointing_at(121, c)));
-        let wrong = rounds_around_windows(2, |c| Some(pointing_at(121, (c + 40) % 120)));
+        // The same cases (total rounds, worst case) before probes stepped
+        // away from untestable stretches: (7367, 12) without a prior,
+        // (8751, 11) with a wrong one, (1512, 1) with a right one; with
+        // cuts near targets that trade a little cut for less risk:
+        // (7209, 11), (8231, 11), (1512, 1).
+        let plain = rounds_around_windows(12, 2, |_| None);
+        let right = rounds_around_windows(12, 2, |c| Some(pointing_at(121, c)));
+        let wrong = rounds_around_windows(12, 2, |c| Some(pointing_at(121, (c + 40) % 120)));
         eprintln!("untestable windows: no prior {plain:?}, right {right:?}, wrong {wrong:?}");
-        assert!(plain.0 < 7250 && plain.1 <= 12, "{plain:?}");
-        assert!(wrong.0 < 8300 && wrong.1 <= 11, "{wrong:?}");
+        assert!(plain.0 < 7150 && plain.1 <= 8, "{plain:?}");
+        assert!(wrong.0 < 8250 && wrong.1 <= 8, "{wrong:?}");
         assert_eq!(right, (1512, 1));
+        // A stretch twice as long, no prior: with cuts near targets, the
+        // probes walked into it commit by commit, (7113, 17).
+        let long = rounds_around_windows(24, 2, |_| None);
+        eprintln!("24-commit windows: {long:?}");
+        assert!(long.0 < 6300 && long.1 <= 9, "{long:?}");
+    }
+
+    #[test]
+    fn probes_step_over_a_broken_stretch_to_its_edges() {
+        // itoa's build-error window in the real-history benchmark: the
+        // culprit is within 69..=85, and 74 and 80 failed to build with no
+        // tested commit between them. Cuts near the targets probed 78,
+        // inside the stretch; the probes go outside it instead, one on
+        // each side, where the answers tell before, in or after it.
+        let mut s = CulpritSearch::new(&linear(121)).unwrap();
+        s.record(68, ProbeResult::Good).unwrap();
+        s.record(85, ProbeResult::Bad).unwrap();
+        s.record(74, ProbeResult::Untestable).unwrap();
+        s.record(80, ProbeResult::Untestable).unwrap();
+        let round = s.next_probes(2);
+        assert!(round[0] < 74 && round[1] > 80, "{round:?}");
     }
 
     #[test]
