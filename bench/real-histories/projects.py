@@ -39,6 +39,27 @@ def py_flaky(flag: str, def_anchor: str, body_anchor: str) -> list:
     ]
 
 
+def rs_flaky(module_anchor: str, fn_anchor: str, indent: str) -> list:
+    """The Rust counterpart of `py_flaky`: one unseeded draw per test process
+    (std's `RandomState` keys are random per process; `extern crate std` so
+    `no_std` crates build it too) and a panic at the top of the function."""
+    module = (
+        "mod bench_flaky {\n"
+        "    extern crate std;\n"
+        "    use std::hash::{BuildHasher, Hasher};\n"
+        "    pub fn busy() -> bool {\n"
+        "        static DRAW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();\n"
+        "        *DRAW.get_or_init(|| {\n"
+        "            let h = std::collections::hash_map::RandomState::new().build_hasher().finish();\n"
+        "            ((h % 1_000_000) as f64) < RATE * 1_000_000.0\n"
+        "        })\n"
+        "    }\n"
+        "}\n\n"
+    )
+    check = f"{indent}if bench_flaky::busy() {{\n{indent}    panic!(\"intermittent: resource busy\");\n{indent}}}\n"
+    return [(module_anchor, module + module_anchor), (fn_anchor, fn_anchor + check)]
+
+
 @dataclass
 class Project:
     name: str
@@ -168,7 +189,9 @@ PROJECTS = [
                    "// Buffer::default() is Buffer::new().\nimpl Default for Buffer {"),
         neighbour_message="Buffer: note that default() is new()",
         breakage=("src/lib.rs", RS_BREAKAGE),
-        kinds=["regression", "untestable", "test-edit"],
+        kinds=["regression", "untestable", "test-edit", "flaky"],
+        flaky=["src/lib.rs", *rs_flaky("impl Buffer {\n", "    pub fn new() -> Buffer {\n", " " * 8)],
+        flaky_rates=(0.02, 0.40),
         test_addition=RS_TEST_ADDITION,
         untestable_markers=RS_UNTESTABLE,
     ),
@@ -188,7 +211,11 @@ PROJECTS = [
                    "// The mirror image of matches_greater().\nfn matches_less("),
         neighbour_message="eval: relate matches_less to matches_greater",
         breakage=("src/identifier.rs", RS_BREAKAGE),
-        kinds=["regression", "untestable", "test-edit"],
+        kinds=["regression", "untestable", "test-edit", "flaky"],
+        flaky=["src/eval.rs",
+               *rs_flaky("fn matches_greater(cmp: &Comparator, ver: &Version) -> bool {\n",
+                         "fn matches_greater(cmp: &Comparator, ver: &Version) -> bool {\n", " " * 4)],
+        flaky_rates=(0.05, 0.35),
         test_addition=RS_TEST_ADDITION,
         untestable_markers=RS_UNTESTABLE,
     ),
