@@ -1435,3 +1435,32 @@ async fn a_misleading_focus_costs_rounds_never_the_answer() {
     assert!(bisect.pointed_at.iter().any(|p| p.commit == culprit));
     assert_eq!(bisect.confidence, 1.0);
 }
+
+#[tokio::test]
+async fn judgements_that_contradict_each_other_are_searched_again_with_the_stricter_test() {
+    // Half the runs fail before the culprit (3), 19 in 20 after it; but
+    // commits 6 to 10 pass their first 8 runs (counted across the pool's
+    // sandboxes): a probe there is judged good beside an earlier one
+    // judged bad. The search starts again with the stricter test, and the
+    // lucky commits' later runs fail.
+    let s = scenarios::flakiness_regression_with_luck(12, 3, 6, 8, ("PF", "PFFFFFFFFFFFFFFFFFFF"));
+    let (engine, _) = engine(|_| {}).await;
+    let mut req = request(&s);
+    req.good = Some(s.root.clone());
+    let report = engine.investigate(req).await.unwrap();
+    assert_eq!(
+        report.verdict,
+        Verdict::FlakinessRegression,
+        "{:?}",
+        report.notes
+    );
+    let culprit = report.culprit.clone().unwrap();
+    assert_eq!(culprit.commit.commit, s.culprit.clone().unwrap());
+    let bisect = report.bisect.unwrap();
+    let note = bisect.note.clone().unwrap_or_default();
+    eprintln!("note: {note}\nprobes: {:?}", bisect.probes);
+    assert!(
+        note.contains("judgements contradicted each other"),
+        "{note}"
+    );
+}

@@ -13,6 +13,9 @@ pub struct Scenario {
     /// Commits where the test fails for another reason than the regression.
     pub broken: Vec<String>,
     pub head: String,
+    /// State the fixture's tests keep outside the sandboxes (run counters
+    /// shared by all of them), removed with the scenario.
+    pub shared_state: Option<tempfile::TempDir>,
 }
 
 const APP_GOOD: &str =
@@ -37,6 +40,7 @@ impl Scenario {
             culprit,
             broken,
             head,
+            shared_state: None,
         }
     }
 }
@@ -578,6 +582,63 @@ pub fn flakiness_regression(
         }
     }
     Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new())
+}
+
+/// [`flakiness_regression`] whose commits from `lucky_from` on (before the
+/// tip) pass their first `lucky` runs, then follow `after`: a stretch of
+/// luck that fools a sequential rate test into judging a revision past
+/// the culprit good. Their runs are counted in a file outside the
+/// sandboxes (under `shared_state`, locked), so each revision's runs are
+/// numbered across the pool's slots in the order they start, whichever
+/// sandbox runs them: the luck lasts exactly `lucky` runs.
+pub fn flakiness_regression_with_luck(
+    commits: usize,
+    culprit_at: usize,
+    lucky_from: usize,
+    lucky: u32,
+    (before, after): (&str, &str),
+) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at < lucky_from && lucky_from + 1 < commits);
+    let state = tempfile::tempdir().expect("a directory for the run counters");
+    let mut repo = FixtureRepo::new();
+    let root = repo.commit(
+        "Add a connection pool",
+        &[
+            ("pool.py", &patterned_pool(before)),
+            ("test_race.py", TEST_RACE),
+        ],
+    );
+    let mut culprit = None;
+    for i in 1..commits {
+        if i == culprit_at {
+            culprit = Some(repo.commit(
+                "Share the connection pool",
+                &[("pool.py", &patterned_pool(after))],
+            ));
+        } else if (lucky_from..commits - 1).contains(&i) {
+            let counter = state.path().join(format!("runs-{i}"));
+            let pool = lucky_pool(&counter.to_string_lossy(), lucky, after);
+            repo.commit(&format!("Tune the pool, step {i}"), &[("pool.py", &pool)]);
+        } else if i == commits - 1 {
+            repo.commit(
+                "Tune the pool, done",
+                &[("pool.py", &patterned_pool(after))],
+            );
+        } else {
+            filler(&mut repo, i);
+        }
+    }
+    let mut scenario = Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new());
+    scenario.shared_state = Some(state);
+    scenario
+}
+
+/// A pool that passes the first `lucky` runs counted in `counter`, then
+/// follows `pattern` (`P` pass, `F` fail) cyclically.
+fn lucky_pool(counter: &str, lucky: u32, pattern: &str) -> String {
+    format!(
+        "import fcntl\nimport os\n\nCOUNTER = {counter:?}\nLUCKY = {lucky}\nPATTERN = \"{pattern}\"\n\n\ndef run_number():\n    fd = os.open(COUNTER, os.O_RDWR | os.O_CREAT)\n    fcntl.flock(fd, fcntl.LOCK_EX)\n    n = len(os.read(fd, 4096))\n    os.write(fd, b\"x\")\n    os.close(fd)\n    return n\n\n\ndef acquire():\n    n = run_number()\n    return n < LUCKY or PATTERN[(n - LUCKY) % len(PATTERN)] == \"P\"\n"
+    )
 }
 
 /// A test failing one run in `every` (per sandbox) at every commit.
