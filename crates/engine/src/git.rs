@@ -300,6 +300,33 @@ impl Git {
         Ok(())
     }
 
+    /// Registers a detached worktree at `rev` without writing its files:
+    /// the part of `git worktree add` that must take turns (it races on
+    /// `.git/worktrees/`). [`Git::populate_worktree`] writes the files, and
+    /// several worktrees can do that at once.
+    pub async fn add_unpopulated_worktree(&self, path: &Path, rev: &str) -> Result<()> {
+        let path_str = path.to_string_lossy();
+        let _admin = WorktreeAdminLock::acquire_async(&self.repo).await?;
+        self.run(&[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            "--no-checkout",
+            &path_str,
+            rev,
+        ])
+        .await?;
+        Ok(())
+    }
+
+    /// Writes the files of a worktree added by
+    /// [`Git::add_unpopulated_worktree`] (its index and tree from its HEAD).
+    pub async fn populate_worktree(&self, path: &Path) -> Result<()> {
+        run_git(path, &["reset", "-q", "--hard"]).await?;
+        Ok(())
+    }
+
     pub async fn remove_worktree(&self, path: &Path) -> Result<()> {
         let path_str = path.to_string_lossy();
         let _admin = WorktreeAdminLock::acquire_async(&self.repo).await?;

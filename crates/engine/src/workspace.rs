@@ -67,12 +67,19 @@ impl Workspace {
         self.root.join(format!("{name}-{unique}"))
     }
 
-    /// A detached worktree named `name` at `rev`.
+    /// A detached worktree named `name` at `rev`. Only its registration
+    /// takes turns with other additions; its files are written beside
+    /// theirs (a pool's first worktrees would otherwise be checked out one
+    /// after the other, `k − 1` checkouts of a large repository lost).
     pub async fn detached(&self, name: &str, rev: &str) -> Result<Worktree> {
-        let _turn = self.adding.lock().await;
-        let path = self.worktree_path(name);
-        self.worktrees.lock().expect("lock").push(path.clone());
-        self.git.add_worktree(&path, rev, None).await?;
+        let path = {
+            let _turn = self.adding.lock().await;
+            let path = self.worktree_path(name);
+            self.worktrees.lock().expect("lock").push(path.clone());
+            self.git.add_unpopulated_worktree(&path, rev).await?;
+            path
+        };
+        self.git.populate_worktree(&path).await?;
         Ok(Worktree { path })
     }
 
