@@ -278,6 +278,45 @@ pub struct RateTest {
     cap: u32,
 }
 
+/// The failure rate at which a [`RateTest`] between `low` and `high`
+/// drifts to neither side: a revision failing more often leans high, less
+/// often low. It lies between the two, nearer `high` than their midpoint
+/// when `low` is large (0.238 and 0.383 meet at 0.307).
+pub fn indifference_rate(low: f64, high: f64) -> f64 {
+    let low = low.clamp(EPSILON, 1.0 - EPSILON);
+    let high = high.clamp(EPSILON, 1.0 - EPSILON).max(low + EPSILON);
+    let pass = ((1.0 - low) / (1.0 - high)).ln();
+    pass / ((high / low).ln() + pass)
+}
+
+/// The low rate of a flake-aware search's [`RateTest`] from the rates
+/// measured at good (`good_rate`, with its 95% interval's upper end
+/// `good_upper`) and at bad (`bad_rate`, the test's high rate): the rate
+/// whose test against `bad_rate` is indifferent at the midpoint of the two
+/// measured rates, so a revision failing at either rate is told apart with
+/// the same margin; never above `good_upper` (a good measured 0/50 may
+/// still fail one run in 15, which must not make a revision bad).
+///
+/// Taking the midpoint itself as the low rate put the indifference near
+/// three quarters of the way to the bad rate: boltons' flaky case measured
+/// 3/32 at good and 18/47 at bad, the test ran between 0.238 and 0.383,
+/// indifferent at 0.307, and the true raised rate, 0.30, looked low.
+pub fn background_rate(good_rate: f64, good_upper: f64, bad_rate: f64) -> f64 {
+    let midpoint = (good_rate + bad_rate) / 2.0;
+    // indifference_rate(p, bad_rate) rises with p from 0 to above p: the
+    // low rate indifferent at the midpoint lies below it.
+    let (mut below, mut above) = (0.0, midpoint);
+    for _ in 0..60 {
+        let p = (below + above) / 2.0;
+        if indifference_rate(p, bad_rate) < midpoint {
+            below = p;
+        } else {
+            above = p;
+        }
+    }
+    good_upper.min((below + above) / 2.0)
+}
+
 /// What a [`RateTest`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateDecision {
@@ -354,6 +393,35 @@ pub fn rate_higher(fa: u32, na: u32, fb: u32, nb: u32, z: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_searchs_low_rate_makes_its_test_decide_at_the_midpoint() {
+        // boltons' flaky case: 3/32 at good (95% interval up to 0.242),
+        // 18/47 at bad; the commit raised the rate from 0.05 to 0.30.
+        let (good, bad) = (3.0 / 32.0, 18.0 / 47.0);
+        let midpoint = (good + bad) / 2.0;
+        assert!(indifference_rate(midpoint, bad) > 0.30, "the old low rate");
+        let low = background_rate(good, 0.242, bad);
+        assert!(
+            (indifference_rate(low, bad) - midpoint).abs() < 1e-6,
+            "{low}"
+        );
+        assert!(low > good && low < midpoint, "{low}");
+        // At the true rates the test now leans the right way.
+        let drift =
+            |rate: f64| rate * (bad / low).ln() + (1.0 - rate) * ((1.0 - bad) / (1.0 - low)).ln();
+        assert!(drift(0.30) > 0.0 && drift(0.05) < 0.0);
+        // Never above good's interval: a clean good measured in few runs.
+        assert_eq!(background_rate(0.0, 0.03, 0.4), 0.03);
+        for (g, b) in [(0.0, 0.4), (0.05, 0.3), (0.1, 0.9), (0.01, 0.05)] {
+            let low = background_rate(g, 1.0, b);
+            assert!(
+                (indifference_rate(low, b) - (g + b) / 2.0).abs() < 1e-6,
+                "{g} {b}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

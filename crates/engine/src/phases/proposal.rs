@@ -20,7 +20,7 @@ use tracelab_domain::experiment::RunCounts;
 use tracelab_domain::hypothesis::{FlakyStats, Hypothesis};
 use tracelab_domain::ids::HypothesisId;
 use tracelab_domain::report::{BisectSummary, Suspect};
-use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP, rate_higher};
+use tracelab_domain::sequential::{Behaviour, MAX_RUNS_CAP, background_rate, rate_higher};
 
 /// What checking a given `--good` established.
 enum GoodCheck {
@@ -290,18 +290,25 @@ async fn propose_classified(
                 }
                 GoodCheck::CleanWithin(stats, bad_rate) => {
                     model.failure_rate = bad_rate;
-                    let midpoint = bad_rate / 2.0;
-                    model.background_rate = Some(stats.interval.1.min(midpoint));
+                    model.background_rate = Some(background_rate(
+                        stats.failure_rate,
+                        stats.interval.1,
+                        bad_rate,
+                    ));
                 }
                 GoodCheck::FlakinessRaised(stats, at_bad) => {
-                    // The background is the upper end of good's 95% interval
-                    // (never above the midpoint), so a revision before the
-                    // culprit that fails now and then is not called bad: a
-                    // good measured 0/50 may still fail 1 run in 15.
+                    // The background is the upper end of good's 95% interval,
+                    // so a revision before the culprit that fails now and
+                    // then is not called bad (a good measured 0/50 may still
+                    // fail 1 run in 15), but never so high that the rate test
+                    // decides above the midpoint of the measured rates.
                     let bad_rate = at_bad.failure_rate;
                     model.failure_rate = bad_rate;
-                    let midpoint = (stats.failure_rate + bad_rate) / 2.0;
-                    model.background_rate = Some(stats.interval.1.min(midpoint));
+                    model.background_rate = Some(background_rate(
+                        stats.failure_rate,
+                        stats.interval.1,
+                        bad_rate,
+                    ));
                     good_flaky = Some(stats);
                     bad_flaky = Some(at_bad);
                 }
