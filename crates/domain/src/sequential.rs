@@ -393,6 +393,7 @@ pub fn rate_higher(fa: u32, na: u32, fb: u32, nb: u32, z: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_searchs_low_rate_makes_its_test_decide_at_the_midpoint() {
@@ -421,8 +422,6 @@ mod tests {
             );
         }
     }
-
-    use super::*;
 
     #[test]
     fn rate_test_separates_a_raised_rate() {

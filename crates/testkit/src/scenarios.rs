@@ -561,27 +561,7 @@ pub fn flakiness_regression(
     before: &str,
     after: &str,
 ) -> Scenario {
-    assert!(culprit_at >= 1 && culprit_at < commits);
-    let mut repo = FixtureRepo::new();
-    let root = repo.commit(
-        "Add a connection pool",
-        &[
-            ("pool.py", &patterned_pool(before)),
-            ("test_race.py", TEST_RACE),
-        ],
-    );
-    let mut culprit = None;
-    for i in 1..commits {
-        if i == culprit_at {
-            culprit = Some(repo.commit(
-                "Share the connection pool",
-                &[("pool.py", &patterned_pool(after))],
-            ));
-        } else {
-            filler(&mut repo, i);
-        }
-    }
-    Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new())
+    pool_history(commits, culprit_at, (before, after), |_, _| false)
 }
 
 /// [`flakiness_regression`] whose commits from `lucky_from` on (before the
@@ -598,8 +578,37 @@ pub fn flakiness_regression_with_luck(
     lucky: u32,
     (before, after): (&str, &str),
 ) -> Scenario {
-    assert!(culprit_at >= 1 && culprit_at < lucky_from && lucky_from + 1 < commits);
+    assert!(culprit_at < lucky_from && lucky_from + 1 < commits);
     let state = tempfile::tempdir().expect("a directory for the run counters");
+    let mut scenario = pool_history(commits, culprit_at, (before, after), |repo, i| {
+        if (lucky_from..commits - 1).contains(&i) {
+            let counter = state.path().join(format!("runs-{i}"));
+            let pool = lucky_pool(&counter.to_string_lossy(), lucky, after);
+            repo.commit(&format!("Tune the pool, step {i}"), &[("pool.py", &pool)]);
+        } else if i == commits - 1 {
+            repo.commit(
+                "Tune the pool, done",
+                &[("pool.py", &patterned_pool(after))],
+            );
+        } else {
+            return false;
+        }
+        true
+    });
+    scenario.shared_state = Some(state);
+    scenario
+}
+
+/// The connection pool's history: its first commit follows `before`, the
+/// culprit `after`; every other commit is what `other(repo, i)` commits,
+/// or a filler when it commits nothing (returns false).
+fn pool_history(
+    commits: usize,
+    culprit_at: usize,
+    (before, after): (&str, &str),
+    mut other: impl FnMut(&mut FixtureRepo, usize) -> bool,
+) -> Scenario {
+    assert!(culprit_at >= 1 && culprit_at < commits);
     let mut repo = FixtureRepo::new();
     let root = repo.commit(
         "Add a connection pool",
@@ -615,22 +624,11 @@ pub fn flakiness_regression_with_luck(
                 "Share the connection pool",
                 &[("pool.py", &patterned_pool(after))],
             ));
-        } else if (lucky_from..commits - 1).contains(&i) {
-            let counter = state.path().join(format!("runs-{i}"));
-            let pool = lucky_pool(&counter.to_string_lossy(), lucky, after);
-            repo.commit(&format!("Tune the pool, step {i}"), &[("pool.py", &pool)]);
-        } else if i == commits - 1 {
-            repo.commit(
-                "Tune the pool, done",
-                &[("pool.py", &patterned_pool(after))],
-            );
-        } else {
+        } else if !other(&mut repo, i) {
             filler(&mut repo, i);
         }
     }
-    let mut scenario = Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new());
-    scenario.shared_state = Some(state);
-    scenario
+    Scenario::finish(repo, "python3 test_race.py", root, culprit, Vec::new())
 }
 
 /// A pool that passes the first `lucky` runs counted in `counter`, then
