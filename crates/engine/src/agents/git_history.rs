@@ -324,6 +324,26 @@ fn untestable_only(known: &HashMap<String, ProbeReport>) -> HashMap<String, Prob
         .collect()
 }
 
+/// The search again from `good` with the `strict` model, after a first
+/// search whose answer could not stand (`earlier` says why): its report
+/// says so first and counts the first search's runs too.
+async fn search_again(
+    ctx: &Context,
+    good: &str,
+    strict: &FlakeModel,
+    seed: HashMap<String, ProbeReport>,
+    earlier: String,
+    first: &HashMap<String, ProbeReport>,
+) -> Result<HistoryFinding> {
+    let mut again = Box::pin(find_culprit(ctx, Some(good.to_string()), strict, seed)).await?;
+    again.summary.note = Some(match again.summary.note.take() {
+        Some(n) => format!("{earlier}; {n}"),
+        None => earlier,
+    });
+    again.summary.test_runs += first.values().map(|r| r.runs).sum::<u32>();
+    Ok(again)
+}
+
 /// The re-test of a flake-aware search's answer.
 struct Boundary {
     /// The culprit's report first, then its parents'.
@@ -833,23 +853,11 @@ pub async fn find_culprit(
         ctx.progress.report(&format!(
             "the flake-aware search's judgements contradict each other ({why}); searching again with a stricter test"
         ));
-        let seed = untestable_only(&known);
-        let mut again = Box::pin(find_culprit(
-            ctx,
-            Some(good.clone()),
-            &model.stricter(),
-            seed,
-        ))
-        .await?;
         let earlier = format!(
             "a first search's judgements contradicted each other ({why}); this is the answer of a search with a test ten times stricter"
         );
-        again.summary.note = Some(match again.summary.note.take() {
-            Some(n) => format!("{earlier}; {n}"),
-            None => earlier,
-        });
-        again.summary.test_runs += known.values().map(|r| r.runs).sum::<u32>();
-        return Ok(again);
+        let seed = untestable_only(&known);
+        return search_again(ctx, &good, &model.stricter(), seed, earlier, &known).await;
     }
     // A flake-aware search's answer is re-tested at both ends before it is
     // believed (see `confirm_boundary`).
@@ -897,17 +905,11 @@ pub async fn find_culprit(
             // revision stays untestable whatever the model.
             let mut seed = untestable_only(&known);
             seed.extend(boundary.reports.iter().map(|(rev, r)| (rev.clone(), *r)));
-            let mut again = Box::pin(find_culprit(ctx, Some(good.clone()), &strict, seed)).await?;
             let earlier = format!(
                 "a first search answered {} but the re-test of its ends refuted it ({why}); this is the answer of a search with a test ten times stricter",
                 short(&culprit.sha)
             );
-            again.summary.note = Some(match again.summary.note.take() {
-                Some(n) => format!("{earlier}; {n}"),
-                None => earlier,
-            });
-            again.summary.test_runs += known.values().map(|r| r.runs).sum::<u32>();
-            return Ok(again);
+            return search_again(ctx, &good, &strict, seed, earlier, &known).await;
         }
         confirmed = Some((1.0 - strict.miss, boundary.describe()));
     }
