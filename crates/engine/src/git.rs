@@ -363,16 +363,38 @@ impl Worktree {
     }
 
     /// [`Worktree::checkout`] that keeps the build directories named in
-    /// `keep` (root-relative, such as cargo's `target`): an incremental
-    /// build tool rebuilds what the checkout changed, as it does for
-    /// `git bisect run` in one tree.
+    /// `keep` (root-relative, such as cargo's `target`) and Python's
+    /// bytecode caches of the sources the checkout leaves unchanged
+    /// ([`crate::bytecode`]): an incremental build tool rebuilds what the
+    /// checkout changed, as it does for `git bisect run` in one tree.
     pub async fn checkout_keeping(&self, rev: &str, keep: &[&str]) -> Result<()> {
+        // Every file whose content differs between the worktree as it is
+        // (an overlay included) and `rev`.
+        let changed = self
+            .git(&["diff", "--name-only", "--no-renames", "-z", rev])
+            .await?;
         self.git(&["checkout", "-q", "--force", "--detach", rev])
             .await?;
-        let excludes: Vec<String> = keep.iter().map(|d| format!("--exclude=/{d}")).collect();
-        let mut args = vec!["clean", "-q", "-ffdx"];
+        let mut excludes: Vec<String> = keep.iter().map(|d| format!("--exclude=/{d}")).collect();
+        excludes.push(format!("--exclude={}", crate::bytecode::CACHE_DIR));
+        // Not quiet: what it removes are untracked sources whose caches go
+        // too (a later tracked file of the same name and size must not meet
+        // them).
+        let mut args = vec!["-c", "core.quotePath=false", "clean", "-ffdx"];
         args.extend(excludes.iter().map(String::as_str));
-        self.git(&args).await?;
+        let removed = self.git(&args).await?;
+        let sources: Vec<String> = changed
+            .split('\0')
+            .chain(removed.lines().filter_map(|l| l.strip_prefix("Removing ")))
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect();
+        if !sources.is_empty() {
+            let root = self.path.clone();
+            tokio::task::spawn_blocking(move || crate::bytecode::forget(&root, &sources))
+                .await
+                .map_err(|e| Error::internal(format!("forgetting bytecode caches: {e}")))?;
+        }
         Ok(())
     }
 
@@ -431,7 +453,10 @@ impl Worktree {
         }
         let mut args = vec!["checkout", "-q", rev, "--"];
         args.extend(paths.iter().map(String::as_str));
-        self.git(&args).await.map(|_| ())
+        self.git(&args).await?;
+        // The files changed under their caches (see `crate::bytecode`).
+        crate::bytecode::forget(&self.path, paths);
+        Ok(())
     }
 
     /// Writes `content` to the repository-relative `path` and stages it.

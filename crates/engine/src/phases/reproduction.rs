@@ -128,6 +128,7 @@ async fn early_search(
     // Held from the start through the good check and the search, so no
     // re-run slips in between.
     let _precedence = ctx.pool.precedence();
+    let started = std::time::Instant::now();
     let overlay = if ctx.config.tests_at_revision {
         None
     } else {
@@ -139,7 +140,13 @@ async fn early_search(
             files,
         })
     };
+    let oracle_read = started.elapsed();
     let focus = focus::failure_focus(ctx, output).await;
+    tracing::debug!(
+        oracle_ms = oracle_read.as_millis() as u64,
+        focus_ms = (started.elapsed() - oracle_read).as_millis() as u64,
+        "oracle files and failure focus read"
+    );
     let focus = Arc::new(SearchFocus::new(focus).with_prefetched(head.range));
     let mut model = FlakeModel::new(
         1.0,
