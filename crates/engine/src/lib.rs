@@ -12,6 +12,7 @@
 //! (WAITING_FOR_REVIEW). Every transition is persisted as it happens.
 
 pub mod agents;
+mod background;
 mod bytecode;
 pub mod classification;
 pub mod config;

@@ -62,7 +62,9 @@ pub async fn suspects_for(
     ctx.progress
         .report("code-path: locating the failure in the code");
     let started = std::time::Instant::now();
-    let located = tokio::task::spawn_blocking(move || {
+    // At a lower priority: beside the verification's (or the search's) test
+    // runs it takes the cores they leave idle (`crate::background`).
+    let located = crate::background::run("code-index", move || {
         // A private cache: investigations of one repository may run at once,
         // and the index's cache expects one writer per process.
         let cache = tempfile::tempdir().map_err(|e| e.to_string())?;
