@@ -41,7 +41,13 @@ fn caches(file: &str, prefix: &str) -> bool {
 /// them) under `root`, and a cache directory left empty with the empty
 /// directories above it (a directory holding only `__pycache__`, or
 /// nothing, would still import as a namespace package).
-pub fn forget(root: &Path, sources: impl IntoIterator<Item = impl AsRef<str>>) {
+///
+/// A cache that exists and cannot be deleted is an error: the probe must
+/// not run beside it.
+pub fn forget(
+    root: &Path,
+    sources: impl IntoIterator<Item = impl AsRef<str>>,
+) -> std::io::Result<()> {
     let mut dirs: Vec<(PathBuf, Vec<String>)> = Vec::new();
     for source in sources {
         let Some((dir, prefix)) = cache_of(source.as_ref()) else {
@@ -61,7 +67,10 @@ pub fn forget(root: &Path, sources: impl IntoIterator<Item = impl AsRef<str>>) {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             if prefixes.iter().any(|p| caches(name, p)) {
-                let _ = std::fs::remove_file(entry.path());
+                match std::fs::remove_file(entry.path()) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
             }
         }
         // Fails, as it should, while other caches remain. A directory the
@@ -74,6 +83,7 @@ pub fn forget(root: &Path, sources: impl IntoIterator<Item = impl AsRef<str>>) {
             emptied = parent;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -114,7 +124,7 @@ mod tests {
         ] {
             std::fs::write(cache.join(f), b"").unwrap();
         }
-        forget(root.path(), ["pkg/core.py", "README.md", "other/gone.py"]);
+        forget(root.path(), ["pkg/core.py", "README.md", "other/gone.py"]).unwrap();
         let mut left: Vec<String> = std::fs::read_dir(&cache)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -123,7 +133,7 @@ mod tests {
         assert_eq!(left, ["codec.cpython-311.pyc"]);
 
         std::fs::write(root.path().join("pkg").join("__init__.py"), b"").unwrap();
-        forget(root.path(), ["pkg/codec.py"]);
+        forget(root.path(), ["pkg/codec.py"]).unwrap();
         assert!(!cache.exists(), "an emptied cache directory goes too");
         assert!(
             root.path().join("pkg").exists(),
@@ -137,7 +147,7 @@ mod tests {
         let cache = root.path().join("a").join("gone").join(CACHE_DIR);
         std::fs::create_dir_all(&cache).unwrap();
         std::fs::write(cache.join("mod.cpython-311.pyc"), b"").unwrap();
-        forget(root.path(), ["a/gone/mod.py"]);
+        forget(root.path(), ["a/gone/mod.py"]).unwrap();
         assert!(
             !root.path().join("a").exists(),
             "no namespace package is left"

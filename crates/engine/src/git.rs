@@ -352,6 +352,13 @@ pub struct Worktree {
     pub path: PathBuf,
 }
 
+/// The error of a bytecode cache that could not be deleted.
+fn stale_cache(e: std::io::Error) -> Error {
+    Error::internal(format!(
+        "cannot delete a Python bytecode cache of a changed file: {e}"
+    ))
+}
+
 impl Worktree {
     async fn git(&self, args: &[&str]) -> Result<String> {
         run_git(&self.path, args).await
@@ -379,7 +386,8 @@ impl Worktree {
         excludes.push(format!("--exclude={}", crate::bytecode::CACHE_DIR));
         // Not quiet: what it removes are untracked sources whose caches go
         // too (a later tracked file of the same name and size must not meet
-        // them).
+        // them). A name git still quotes (a quote, a backslash, a control
+        // character) is not matched.
         let mut args = vec!["-c", "core.quotePath=false", "clean", "-ffdx"];
         args.extend(excludes.iter().map(String::as_str));
         let removed = self.git(&args).await?;
@@ -393,7 +401,8 @@ impl Worktree {
             let root = self.path.clone();
             tokio::task::spawn_blocking(move || crate::bytecode::forget(&root, &sources))
                 .await
-                .map_err(|e| Error::internal(format!("forgetting bytecode caches: {e}")))?;
+                .map_err(|e| Error::internal(format!("forgetting bytecode caches: {e}")))?
+                .map_err(stale_cache)?;
         }
         Ok(())
     }
@@ -455,8 +464,7 @@ impl Worktree {
         args.extend(paths.iter().map(String::as_str));
         self.git(&args).await?;
         // The files changed under their caches (see `crate::bytecode`).
-        crate::bytecode::forget(&self.path, paths);
-        Ok(())
+        crate::bytecode::forget(&self.path, paths).map_err(stale_cache)
     }
 
     /// Writes `content` to the repository-relative `path` and stages it.
