@@ -11,6 +11,7 @@
 //! content a checkout or overlay changes are deleted before it, and only
 //! the caches of unchanged sources survive.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The directory name Python keeps its caches under (PEP 3147).
@@ -48,15 +49,9 @@ pub fn forget(
     root: &Path,
     sources: impl IntoIterator<Item = impl AsRef<str>>,
 ) -> std::io::Result<()> {
-    let mut dirs: Vec<(PathBuf, Vec<String>)> = Vec::new();
-    for source in sources {
-        let Some((dir, prefix)) = cache_of(source.as_ref()) else {
-            continue;
-        };
-        match dirs.iter_mut().find(|(d, _)| *d == dir) {
-            Some((_, prefixes)) => prefixes.push(prefix),
-            None => dirs.push((dir, vec![prefix])),
-        }
+    let mut dirs: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+    for (dir, prefix) in sources.into_iter().filter_map(|s| cache_of(s.as_ref())) {
+        dirs.entry(dir).or_default().push(prefix);
     }
     for (dir, prefixes) in dirs {
         let dir = root.join(dir);

@@ -364,12 +364,8 @@ impl Worktree {
         run_git(&self.path, args).await
     }
 
-    /// Checks out `rev` (detached) and removes everything untracked, ignored files included.
-    pub async fn checkout(&self, rev: &str) -> Result<()> {
-        self.checkout_keeping(rev, &[]).await
-    }
-
-    /// [`Worktree::checkout`] that keeps the build directories named in
+    /// Checks out `rev` (detached) and removes everything untracked, ignored
+    /// files included, except the build directories named in
     /// `keep` (root-relative, such as cargo's `target`) and Python's
     /// bytecode caches of the sources the checkout leaves unchanged
     /// ([`crate::bytecode`]): an incremental build tool rebuilds what the
@@ -454,7 +450,7 @@ impl Worktree {
     }
 
     /// Overwrites `paths` with their content at `rev` (the oracle's test
-    /// files laid over a probe's source). The next [`Worktree::checkout`]
+    /// files laid over a probe's source). The next [`Worktree::checkout_keeping`]
     /// undoes it.
     pub async fn overlay(&self, rev: &str, paths: &[String]) -> Result<()> {
         if paths.is_empty() {
