@@ -364,6 +364,11 @@ impl Worktree {
         run_git(&self.path, args).await
     }
 
+    /// [`Worktree::checkout_keeping`] with no build directory kept.
+    pub async fn checkout(&self, rev: &str) -> Result<()> {
+        self.checkout_keeping(rev, &[]).await
+    }
+
     /// Checks out `rev` (detached) and removes everything untracked, ignored
     /// files included, except the build directories named in
     /// `keep` (root-relative, such as cargo's `target`) and Python's
