@@ -388,6 +388,16 @@ fn is_noise(word: &str) -> bool {
         "len",
         "test",
         "tests",
+        // Standard-library calls every test and change makes.
+        "unwrap",
+        "unwrap_err",
+        "clone",
+        "into",
+        "to_owned",
+        "to_string",
+        "collect",
+        "format",
+        "println",
     ];
     NOISE.contains(&word)
 }

@@ -8,6 +8,8 @@
 //! runner or a `git log` that fails leaves a weaker focus or no prior, and
 //! the search splits by counts as before.
 
+mod test_helpers;
+
 use crate::context::Context;
 use crate::git::Git;
 use crate::oracle::relative_to_worktrees;
@@ -366,55 +368,26 @@ pub async fn failure_focus(ctx: &Context, output: &str) -> Focus {
             None => frame_files.clone(),
         };
         for file in files.iter().take(3) {
+            let Some(language) = Language::from_path(file) else {
+                continue;
+            };
             let Ok(Some(text)) = workspace.git().show_file(&ctx.bad, file).await else {
                 continue;
             };
-            for callee in test_callees(file, &text, function, class) {
-                focus.add(&callee, strength::TEST_CALLEE);
+            let parsed = parse_file(language, file, text.as_bytes());
+            let calls = test_helpers::test_calls(&parsed, function, class);
+            let git = workspace.git();
+            let helpers =
+                test_helpers::test_helpers(git, &ctx.bad, file, language, &parsed, &calls).await;
+            // Each helper between the test and the call halves its
+            // strength, as each call does in `through_calls`.
+            for (callee, helpers_between) in test_helpers::through_helpers(calls, &helpers) {
+                let strength = strength::TEST_CALLEE * 0.5f64.powi(helpers_between as i32);
+                focus.add(&callee, strength);
             }
         }
     }
     focus
-}
-
-/// The names a test function calls, by its definition in `text`: the one
-/// in `class` (the id's enclosing name: many test classes have a
-/// `test_default`), else any of that name.
-fn test_callees(path: &str, text: &str, function: &str, class: Option<&str>) -> Vec<String> {
-    let Some(language) = Language::from_path(path) else {
-        return Vec::new();
-    };
-    let defs: Vec<_> = parse_file(language, path, text.as_bytes())
-        .defs
-        .into_iter()
-        .filter(|d| d.name == function)
-        .collect();
-    let in_class: Vec<_> = defs
-        .iter()
-        .filter(|d| class.is_some_and(|c| d.local.split(['.', ':']).any(|part| part == c)))
-        .collect();
-    let chosen: Vec<_> = if in_class.is_empty() {
-        defs.iter().collect()
-    } else {
-        in_class
-    };
-    chosen
-        .into_iter()
-        .flat_map(|d| d.calls.iter())
-        .map(|c| c.name.clone())
-        .filter(|n| !is_assertion(n))
-        .collect()
-}
-
-/// Test-framework helpers: they never point at the code under test.
-fn is_assertion(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.starts_with("assert")
-        || lower.starts_with("expect")
-        || matches!(
-            lower.as_str(),
-            "raises" | "fail" | "skip" | "fixture" | "parametrize" | "mark" | "equal" | "tobe"
-        )
 }
 
 /// A failing test's id split into its file (when it names one) and its
@@ -513,9 +486,11 @@ async fn read_changes(
 }
 
 /// Files no failing test runs, apart from the tests themselves:
-/// benchmarks, examples, documentation and CI configuration. A change
-/// there names the code (a benchmark named after the API it measures) but
-/// cannot have broken a test.
+/// benchmarks, examples, documentation (by directory or by format),
+/// changelogs, CI configuration and Python type stubs (`.pyi`, read by
+/// type checkers, never imported). A change there names the code (a
+/// benchmark named after the API it measures, a stub or a changelog line
+/// naming every function it touches) but cannot have broken a test.
 fn is_beside_the_code(path: &str) -> bool {
     const DIRS: &[&str] = &[
         "benches",
@@ -529,9 +504,23 @@ fn is_beside_the_code(path: &str) -> bool {
         ".circleci",
         ".gitlab",
     ];
-    path.split('/')
+    const FORMATS: &[&str] = &["md", "markdown", "rst", "adoc", "asciidoc", "pyi"];
+    const NOTES: &[&str] = &[
+        "changelog",
+        "changes",
+        "history",
+        "news",
+        "authors",
+        "readme",
+    ];
+    let in_dir = path
+        .split('/')
         .next()
-        .is_some_and(|top| path.contains('/') && DIRS.contains(&top.to_ascii_lowercase().as_str()))
+        .is_some_and(|top| path.contains('/') && DIRS.contains(&top.to_ascii_lowercase().as_str()));
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let (stem, format) = name.rsplit_once('.').unwrap_or((name.as_str(), ""));
+    let notes = NOTES.contains(&stem) && Language::from_path(path).is_none();
+    in_dir || FORMATS.contains(&format) || notes
 }
 
 /// What `git log -p -U0` over a range showed.
@@ -751,37 +740,14 @@ mod tests {
     }
 
     #[test]
-    fn a_test_calls_what_its_body_names() {
-        let text = "import more_itertools as mi\n\nclass FirstTests(TestCase):\n    def test_default(self):\n        self.assertEqual(mi.first([], 'boo'), 'boo')\n\n    def test_other(self):\n        mi.last([1])\n";
-        assert_eq!(
-            test_callees(
-                "tests/test_more.py",
-                text,
-                "test_default",
-                Some("FirstTests")
-            ),
-            vec!["first"]
-        );
-        let two = "class FirstTests:\n    def test_default(self):\n        first([])\n\nclass LastTests:\n    def test_default(self):\n        last([])\n";
-        assert_eq!(
-            test_callees("t.py", two, "test_default", Some("LastTests")),
-            vec!["last"]
-        );
-        assert_eq!(
-            test_callees("t.py", two, "test_default", None),
-            vec!["first", "last"]
-        );
-    }
-
-    #[test]
     fn the_log_gives_each_commit_its_changes_outside_tests() {
-        let log = "\0aaa\n\ndiff --git a/pkg/more.py b/pkg/more.py\nindex 1..2 100644\n--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -264 +264 @@ def first(iterable, default=_marker):\n-    if default is _marker:\n+    if default is not _marker:\ndiff --git a/tests/test_more.py b/tests/test_more.py\n--- a/tests/test_more.py\n+++ b/tests/test_more.py\n@@ -1 +1,2 @@ class FirstTests:\n+    def test_first_again(self): pass\n\0bbb\n\ndiff --git a/README.md b/README.md\n@@ -1 +1 @@\n-old words\n+new words\n";
+        let log = "\0aaa\n\ndiff --git a/pkg/more.py b/pkg/more.py\nindex 1..2 100644\n--- a/pkg/more.py\n+++ b/pkg/more.py\n@@ -264 +264 @@ def first(iterable, default=_marker):\n-    if default is _marker:\n+    if default is not _marker:\ndiff --git a/tests/test_more.py b/tests/test_more.py\n--- a/tests/test_more.py\n+++ b/tests/test_more.py\n@@ -1 +1,2 @@ class FirstTests:\n+    def test_first_again(self): pass\n\0bbb\n\ndiff --git a/setup.cfg b/setup.cfg\n@@ -1 +1 @@\n-old words\n+new words\ndiff --git a/README.md b/README.md\n@@ -1 +1 @@\n-old readme\n+new readme\n";
         let read = parse_log(log);
         assert_eq!(
             by_frequency(
                 "pkg/more.py\ntests/test_more.py\n\nREADME.md\n\npkg/more.py\ndocs/api.rst\n"
             ),
-            vec!["pkg/more.py", "README.md"]
+            vec!["pkg/more.py"]
         );
         assert_eq!(
             read.hunks["aaa"],
@@ -806,6 +772,10 @@ mod tests {
         assert!(!a.on_lines.contains("test_first_again"));
         assert_eq!(a.lines, 2);
         assert!(changes["bbb"].on_lines.contains("words"));
+        assert!(
+            !changes["bbb"].on_lines.contains("readme"),
+            "documentation is left out"
+        );
     }
 
     #[test]
@@ -839,5 +809,22 @@ mod tests {
         assert!(!a.function_words.contains("req"), "{a:?}");
         assert!(!a.on_lines.contains("black_box") && !a.on_lines.contains("beta"));
         assert!(!is_beside_the_code("docs.rs") && is_beside_the_code("Docs/index.md"));
+        for beside in [
+            "HISTORY.rst",
+            "CHANGELOG",
+            "idna/core.pyi",
+            "guide.md",
+            "NEWS.txt",
+        ] {
+            assert!(is_beside_the_code(beside), "{beside}");
+        }
+        for code in [
+            "idna/core.py",
+            "src/history.rs",
+            "setup.py",
+            "requirements.txt",
+        ] {
+            assert!(!is_beside_the_code(code), "{code}");
+        }
     }
 }
