@@ -154,11 +154,34 @@ async fn files_naming(git: &Git, rev: &str, path: &str, names: &BTreeSet<&str>) 
         return Vec::new();
     };
     let prefix = format!("{rev}:");
-    out.lines()
+    let mut files: Vec<String> = out
+        .lines()
         .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_string())
         .filter(|f| f != path && is_test_path(f))
-        .take(MAX_HELPER_FILES)
-        .collect()
+        .collect();
+    // Helper modules by their conventional names first: a large test tree
+    // has many files that merely use a helper.
+    files.sort_by_key(|f| !is_helper_module(f));
+    files.truncate(MAX_HELPER_FILES);
+    files
+}
+
+/// `tests/util/mod.rs`, `tests/helpers.py`, `conftest.py`, `testutil.go`, …
+fn is_helper_module(path: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "util", "utils", "helper", "helpers", "common", "support", "conftest", "fixtures",
+    ];
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or(path);
+    let stem = file.split('.').next().unwrap_or(file).to_ascii_lowercase();
+    let stem = if stem == "mod" || stem == "__init__" {
+        parts.next().unwrap_or("").to_ascii_lowercase()
+    } else {
+        stem
+    };
+    NAMES
+        .iter()
+        .any(|n| stem == *n || (stem.starts_with("test") && stem.ends_with(n)))
 }
 
 /// A test function's name (`test_x`, `TestX`): a test is never a helper.
@@ -245,6 +268,94 @@ mod tests {
             ],
             "`version`'s own `parse` is two helpers deep, found first through `req`"
         );
+    }
+
+    /// The whole lookup on a real repository: the test file's own helper,
+    /// the helpers of another test file found by `git grep`, and a source
+    /// file defining a name that is not a test helper.
+    #[tokio::test]
+    async fn helpers_are_found_beside_the_test_file_in_the_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let files = [
+            (
+                "tests/test_version_req.rs",
+                "mod util;\nuse util::*;\n\nfn assert_match_all(r: &VersionReq, vs: &[&str]) {\n    for v in vs {\n        assert!(r.matches(&version(v)));\n    }\n}\n\n#[test]\nfn test_greater_than() {\n    let r = req(\">= 1.0.0\");\n    assert_match_all(&r, &[\"2.0.0\"]);\n}\n",
+            ),
+            (
+                "tests/util/mod.rs",
+                "pub fn req(text: &str) -> VersionReq {\n    VersionReq::parse(text).unwrap()\n}\npub fn version(text: &str) -> Version {\n    Version::parse(text).unwrap()\n}\n",
+            ),
+            (
+                "src/lib.rs",
+                "pub fn req(text: &str) -> VersionReq {\n    internal_parse(text)\n}\n",
+            ),
+        ];
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        for args in [
+            &["init", "-q"][..],
+            &["add", "-A"],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "x",
+            ],
+        ] {
+            let status = std::process::Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let git = Git::open(root).await.unwrap();
+        let path = "tests/test_version_req.rs";
+        let text = std::fs::read_to_string(root.join(path)).unwrap();
+        let parsed = parse_file(Language::Rust, path, text.as_bytes());
+        let calls = test_calls(&parsed, "test_greater_than", None);
+        let helpers = test_helpers(&git, "HEAD", path, Language::Rust, &parsed, &calls).await;
+        let req: BTreeSet<&str> = helpers["req"].iter().map(String::as_str).collect();
+        assert_eq!(req, BTreeSet::from(["parse", "unwrap"]), "{helpers:?}");
+        assert!(helpers.contains_key("version") && helpers.contains_key("assert_match_all"));
+        let names: BTreeSet<String> = through_helpers(calls, &helpers)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            names,
+            ["matches", "parse", "unwrap"]
+                .map(String::from)
+                .into_iter()
+                .collect(),
+            "the source's own `req` is not a test helper: `internal_parse` stays out"
+        );
+    }
+
+    #[test]
+    fn helper_modules_are_known_by_their_names() {
+        for helper in [
+            "tests/util/mod.rs",
+            "tests/helpers.py",
+            "tests/conftest.py",
+            "pkg/testutil.go",
+        ] {
+            assert!(is_helper_module(helper), "{helper}");
+        }
+        for other in [
+            "tests/test_version_req.rs",
+            "tests/node/mod.rs",
+            "tests/test_codec.py",
+        ] {
+            assert!(!is_helper_module(other), "{other}");
+        }
     }
 
     #[test]
