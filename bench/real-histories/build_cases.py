@@ -270,6 +270,10 @@ def transform(p: Project, spec: CaseSpec, reader: BlobReader, orig: Original,
     where = f"{p.name}@{orig.sha[:10]}"
     if p.lang == "rust":
         files["Cargo.toml"] = strip_cargo_deps(get("Cargo.toml"))
+    if p.go_module and reader.read(orig.sha, "go.mod") is None:
+        # Commits from before the project had a go.mod: module mode (the
+        # only mode without a GOPATH) needs one; the code is unchanged.
+        files["go.mod"] = f"module {p.go_module}\n"
     if spec.kind != "flaky" and i >= spec.culprit_index:
         path, old, new = p.bug
         files[path] = (replace_all if p.bug_all else replace_once)(get(path), old, new, where)

@@ -22,9 +22,17 @@ RS_TEST_ADDITION = (
     "    // Added together with an unrelated change in the same commit.\n"
     "    assert_eq!(1 + 1, 2);\n}\n"
 )
+GO_TEST_ADDITION = (
+    "\nfunc TestBenchUnrelatedNote(t *testing.T) {\n"
+    "\t// Added together with an unrelated change in the same commit.\n"
+    "\tif 1+1 != 2 {\n\t\tt.Fatal(\"arithmetic\")\n\t}\n}\n"
+)
 PY_BREAKAGE = "\n\ndef _unfinished_helper(:\n    pass\n"
 RS_BREAKAGE = '\n#[allow(dead_code)]\nfn unfinished_helper() -> u32 {\n    "not yet"\n}\n'
 PY_UNTESTABLE = ["SyntaxError", "error during collection", "ERROR collecting"]
+GO_BREAKAGE = '\nfunc unfinishedHelper() int {\n\treturn "not yet"\n}\n'
+GO_UNTESTABLE = ["[build failed]", "cannot use"]
+GO_TEST_FILES = r"(^|/)([^/]*_test\.go$|testdata/)"
 RS_UNTESTABLE = ["error[E", "could not compile"]
 TEST_FILES = r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.(py|rs)$|conftest\.py$)"
 
@@ -84,6 +92,8 @@ class Project:
     # Window indices where the project's own history cannot run the test
     # (found by running it at every window commit); culprits stay clear of them.
     natural_untestable: list[int] = field(default_factory=list)
+    # Go: the module path written into commits that predate the project's go.mod.
+    go_module: str = ""
 
     def source(self) -> str:
         return self.mirror if os.path.isdir(self.mirror) else f"https://github.com/{self.repo}.git"
@@ -218,5 +228,28 @@ PROJECTS = [
         flaky_rates=(0.05, 0.35),
         test_addition=RS_TEST_ADDITION,
         untestable_markers=RS_UNTESTABLE,
+    ),
+    Project(
+        name="pflag",
+        repo="spf13/pflag",
+        mirror="/work/.mirror/spf13+pflag/repo",
+        tip="5fdac2d16c16d60605cb8baa887e8c5c38ef623f",
+        window=120,
+        lang="go",
+        # -count=1: go test would otherwise answer from its result cache;
+        # -vet=off: the old test files fail go vet checks added since.
+        test="go test -count=1 -vet=off -run TestCount .",
+        test_file="count_test.go",
+        # countValue.Set(): `-vvv` no longer counts (the increment marker is missed).
+        bug=("count.go", '\tif s == "+1" {\n', '\tif s == "+2" {\n'),
+        neighbour=("count.go", "func (i *countValue) Type() string {",
+                   "// Type names the flag's kind in usage text.\nfunc (i *countValue) Type() string {"),
+        neighbour_message="count: say what Type is for",
+        breakage=("int.go", GO_BREAKAGE),
+        kinds=["regression", "untestable", "test-edit"],
+        test_addition=GO_TEST_ADDITION,
+        untestable_markers=GO_UNTESTABLE,
+        test_files_pattern=GO_TEST_FILES,
+        go_module="github.com/spf13/pflag",
     ),
 ]

@@ -108,12 +108,24 @@ pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<Str
             Some(out)
         }
         Runner::GoTest => {
-            let mut out: Vec<String> = argv
-                .iter()
-                .filter(|a| !a.starts_with("-run"))
-                .cloned()
-                .collect();
-            out.insert(2, format!("-run=^{}$", regex::escape(test_id)));
+            // `-run X` / `-run=X` (or `--run`) selects tests: dropped with
+            // its value, which would otherwise be read as a package.
+            let mut out = Vec::with_capacity(argv.len() + 1);
+            let mut args = argv.iter();
+            while let Some(arg) = args.next() {
+                let name = arg.split('=').next().unwrap_or(arg);
+                if name == "-run" || name == "--run" {
+                    if !arg.contains('=') {
+                        args.next();
+                    }
+                    continue;
+                }
+                out.push(arg.clone());
+            }
+            out.insert(
+                2.min(out.len()),
+                format!("-run=^{}$", regex::escape(test_id)),
+            );
             Some(out)
         }
         Runner::Jest | Runner::Unknown => None,
@@ -329,6 +341,19 @@ mod tests {
             argv("python3 -m unittest -v test_shop.T.test_b")
         );
         assert!(isolate(Runner::Unknown, &argv("python3 t.py"), "x").is_none());
+        // go test: the selection's value goes with it in either form (a
+        // value left behind would be read as a package).
+        for command in [
+            "go test -count=1 -run TestCount .",
+            "go test -count=1 -run=TestC .",
+            "go test -count=1 --run TestCount .",
+        ] {
+            assert_eq!(
+                isolate(Runner::GoTest, &argv(command), "TestCount").unwrap(),
+                argv("go test -run=^TestCount$ -count=1 ."),
+                "{command}"
+            );
+        }
         // Option values stay with their options; selection is replaced.
         assert_eq!(
             isolate(
