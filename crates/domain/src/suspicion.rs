@@ -282,6 +282,28 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| w.len() >= 3 && !w.as_bytes()[0].is_ascii_digit() && !is_noise(w))
 }
 
+/// Whether a failing test's id names the definition `symbol` by a word of
+/// either name: `TestCount` names `go:pflag.countValue.Set` (`count`),
+/// `tests/t.py::test_first` names `py:more_itertools.more.first`,
+/// `test_greater_than` names `rs:crate::eval::matches_greater`. A test is
+/// named after what it tests; its `test` affix and keywords say nothing,
+/// and neither do the symbol's language prefix and module path (`pflag`
+/// would match every test of the package `pflag_test`).
+pub fn test_names_symbol(test_id: &str, symbol: &str) -> bool {
+    let symbol = symbol.split_once(':').map_or(symbol, |(_, rest)| rest);
+    let mut parts: Vec<&str> = symbol
+        .split(['.', ':', '#', '/'])
+        .filter(|p| !p.is_empty())
+        .collect();
+    // The definition and its container (`countValue.Set`), not the
+    // modules above them.
+    let named = parts.split_off(parts.len().saturating_sub(2));
+    let terms = |text: &str| -> BTreeSet<String> { identifiers(text).chain(words(text)).collect() };
+    let symbol_terms: BTreeSet<String> = named.iter().flat_map(|p| terms(p)).collect();
+    let test = test_id.rsplit("::").next().unwrap_or(test_id);
+    terms(test).iter().any(|t| symbol_terms.contains(t))
+}
+
 fn is_identifier(s: &str) -> bool {
     !s.as_bytes()[0].is_ascii_digit() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
@@ -405,6 +427,28 @@ fn is_noise(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_names_the_definitions_its_name_mentions() {
+        assert!(test_names_symbol("TestCount", "go:pflag.countValue.Set"));
+        assert!(!test_names_symbol("TestCount", "go:pflag.ipValue.Set"));
+        assert!(test_names_symbol(
+            "tests/test_more.py::FirstTests::test_first",
+            "py:more_itertools.more.first"
+        ));
+        assert!(test_names_symbol(
+            "test_greater_than",
+            "rs:crate::eval::matches_greater"
+        ));
+        assert!(
+            !test_names_symbol("test_parse", "py:parse.helpers.strip"),
+            "a module of the same name is not the definition"
+        );
+        assert!(
+            !test_names_symbol("test_thing", "py:app.test_suite.run"),
+            "the test affix says nothing"
+        );
+    }
 
     fn change(header: &str, lines: &[&str]) -> Change {
         let mut c = Change::default();

@@ -21,6 +21,7 @@ use tracelab_domain::patch::{self, FilePatch};
 use tracelab_domain::ports::{CommandSpec, Sandbox};
 use tracelab_domain::runner;
 use tracelab_domain::signature::FailureSignature;
+use tracelab_domain::suspicion::test_names_symbol;
 use tracelab_domain::{Error, Result};
 use tracelab_evidence::test_run::TestRun;
 
@@ -115,13 +116,18 @@ async fn three_versions(
 }
 
 /// Restores, at the bad revision, the definitions the culprit changed in
-/// source files — those on the failing path when the output names any.
+/// source files — those on the failing path when the output names any,
+/// else those the failing tests' names name (`TestCount` names
+/// `countValue.Set`: a Go test that fails with `t.Errorf` prints no
+/// frames, and restoring every definition the culprit changed would also
+/// undo its unrelated work), else all of them.
 async fn symbol_fix(
     git: &crate::git::Git,
     culprit: &str,
     bad: &str,
     source: &[FilePatch],
     output: Option<&str>,
+    failing_tests: &[String],
 ) -> Result<Option<Fix>> {
     let mut versions = Vec::new();
     for f in source {
@@ -129,11 +135,22 @@ async fn symbol_fix(
             versions.push((f.new_path.clone(), before, at_culprit, current));
         }
     }
-    let on_path: BTreeSet<String> = versions
+    let changed: Vec<String> = versions
         .iter()
         .flat_map(|(path, before, at_culprit, _)| changed_symbols(path, before, at_culprit))
-        .filter(|name| output.is_some_and(|o| named_in(o, name)))
         .collect();
+    let mut on_path: BTreeSet<String> = changed
+        .iter()
+        .filter(|name| output.is_some_and(|o| named_in(o, name)))
+        .cloned()
+        .collect();
+    if on_path.is_empty() {
+        on_path = changed
+            .iter()
+            .filter(|name| failing_tests.iter().any(|t| test_names_symbol(t, name)))
+            .cloned()
+            .collect();
+    }
     let only = (!on_path.is_empty()).then_some(&on_path);
     let mut files = Vec::new();
     let mut symbols = Vec::new();
@@ -241,7 +258,19 @@ async fn candidates(ctx: &Context, plan: &RevertPlan<'_>) -> Result<(Vec<Fix>, V
             text,
         });
     }
-    if let Some(fix) = symbol_fix(&git, plan.culprit, &ctx.bad, &split.kept, output).await? {
+    let failing_tests = output
+        .map(|o| TestRun::read(ctx.test.runner, o).failing_tests())
+        .unwrap_or_default();
+    if let Some(fix) = symbol_fix(
+        &git,
+        plan.culprit,
+        &ctx.bad,
+        &split.kept,
+        output,
+        &failing_tests,
+    )
+    .await?
+    {
         fixes.push(fix);
     }
     let all = Fix::Diff {
