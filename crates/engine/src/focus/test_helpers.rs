@@ -189,14 +189,31 @@ fn is_test_name(name: &str) -> bool {
     name.starts_with("test") || name.starts_with("Test")
 }
 
-/// Test-framework assertions: they never point at the code under test.
+/// Test-framework assertions and reporting: they never point at the code
+/// under test (Go's `t.Errorf`, `t.Fatal`, `t.Helper` among them).
 pub fn is_assertion(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.starts_with("assert")
         || lower.starts_with("expect")
         || matches!(
             lower.as_str(),
-            "raises" | "fail" | "skip" | "fixture" | "parametrize" | "mark" | "equal" | "tobe"
+            "raises"
+                | "fail"
+                | "skip"
+                | "fixture"
+                | "parametrize"
+                | "mark"
+                | "equal"
+                | "tobe"
+                | "errorf"
+                | "fatal"
+                | "fatalf"
+                | "failnow"
+                | "logf"
+                | "skipf"
+                | "skipnow"
+                | "helper"
+                | "cleanup"
         )
 }
 
@@ -356,6 +373,19 @@ mod tests {
         ] {
             assert!(!is_helper_module(other), "{other}");
         }
+    }
+
+    #[test]
+    fn go_tests_report_through_t_and_that_names_nothing() {
+        let test = parsed(
+            "count_test.go",
+            "package flags\n\nimport \"testing\"\n\nfunc TestCount(t *testing.T) {\n\tt.Helper()\n\tgot, err := Count(\"+1\")\n\tif err != nil {\n\t\tt.Fatalf(\"%v\", err)\n\t}\n\tif got != 1 {\n\t\tt.Errorf(\"got %d\", got)\n\t}\n}\n",
+        );
+        let calls = test_calls(&test, "TestCount", None);
+        assert_eq!(
+            through_helpers(calls, &Helpers::new()),
+            [("Count".to_string(), 0)]
+        );
     }
 
     #[test]
