@@ -110,10 +110,11 @@ pub async fn test_helpers(
 
 /// Adds the definitions of `parsed` that are not tests (only the free
 /// functions when `free_only`). A helper defined more than once (one per
-/// build configuration, one per test module) calls what any of them calls.
+/// build configuration, one per test module) calls what any of them calls;
+/// one that calls nothing (test data) names nothing.
 fn add_helpers(helpers: &mut Helpers, parsed: &ParsedFile, free_only: bool) {
     for def in &parsed.defs {
-        if is_test_name(&def.name) || def.calls.is_empty() || (free_only && def.parent.is_some()) {
+        if is_test_name(&def.name) || (free_only && def.parent.is_some()) {
             continue;
         }
         let calls = helpers.entry(def.name.clone()).or_default();
@@ -385,6 +386,21 @@ mod tests {
         assert_eq!(
             through_helpers(calls, &Helpers::new()),
             [("Count".to_string(), 0)]
+        );
+    }
+
+    #[test]
+    fn a_helper_that_calls_nothing_names_nothing() {
+        let test = parsed(
+            "tests/test_t.py",
+            "def _ranges():\n    return [(1, 3), (5, 9)]\n\ndef test_parse():\n    for r in _ranges():\n        parse_range(r)\n",
+        );
+        let mut helpers = Helpers::new();
+        add_helpers(&mut helpers, &test, false);
+        let calls = test_calls(&test, "test_parse", None);
+        assert_eq!(
+            through_helpers(calls, &helpers),
+            [("parse_range".to_string(), 0)]
         );
     }
 
