@@ -63,6 +63,16 @@ pub(crate) async fn run_git(dir: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// An RFC 3339 date with UTC written as `+00:00`, as git 2.39 writes `%aI`
+/// (git 2.47 writes `Z`): the same commit gets the same date in a report
+/// whichever git read it (a fleet's machines, or two gits on one `PATH`).
+fn same_offset_form(date: &str) -> String {
+    match date.strip_suffix('Z') {
+        Some(utc) => format!("{utc}+00:00"),
+        None => date.to_string(),
+    }
+}
+
 impl Git {
     /// Opens a repository, with a clear error when `path` is not one.
     pub async fn open(path: &Path) -> Result<Self> {
@@ -203,7 +213,7 @@ impl Git {
             commit: next(),
             summary: next(),
             author: next(),
-            date: next(),
+            date: same_offset_form(&next()),
         })
     }
 
@@ -545,5 +555,22 @@ impl Worktree {
             "HEAD",
         ])
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_read_the_same_from_every_git() {
+        assert_eq!(
+            same_offset_form("2026-01-01T00:07:00Z"),
+            "2026-01-01T00:07:00+00:00"
+        );
+        assert_eq!(
+            same_offset_form("2026-01-01T00:07:00+02:00"),
+            "2026-01-01T00:07:00+02:00"
+        );
     }
 }

@@ -5,19 +5,19 @@
 //! and applicability keep other repositories' and stale records out; no
 //! records, no agent.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_domain::hypothesis::{AgentKind, HypothesisStatus};
 use tracelab_domain::report::Report;
+use tracelab_engine::EngineConfig;
 use tracelab_engine::agents::experience::Experience;
 use tracelab_engine::git::Git;
-use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
 use tracelab_experience::evidence::failures_from_output;
 use tracelab_experience::{
     CiRun, ExperienceRecord, History, JobRun, PathRelations, Revision, StepRun, StepStatus,
 };
-use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-use tracelab_store::SqliteStore;
 use tracelab_testkit::git;
 use tracelab_testkit::scenarios::{self, Scenario};
 
@@ -131,24 +131,7 @@ async fn investigate(s: &Scenario, experience: Option<Experience>) -> Report {
         experience: experience.map(Arc::new),
         ..Default::default()
     };
-    let local = LocalConfig {
-        path: SYSTEM_PATH.into(),
-        allowlist: config.allowlist.clone(),
-    };
-    let engine = Engine {
-        config,
-        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
-        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
-        progress: Arc::new(Silent),
-    };
-    engine
-        .investigate(InvestigateRequest {
-            repo: s.repo.path().to_path_buf(),
-            test_command: s.test_command.clone(),
-            good: None,
-            bad: None,
-            issue_id: Some("E-1".into()),
-        })
+    support::investigate_locally(config, SYSTEM_PATH, s.repo.path(), &s.test_command, "E-1")
         .await
         .expect("the investigation completes")
 }

@@ -5,14 +5,13 @@
 //! also changed an unrelated method of the same name on another type —
 //! is fixed by restoring only the method the failing test's name names.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 use tracelab_domain::experiment::{Outcome, Step};
 use tracelab_domain::hypothesis::{HypothesisKind, HypothesisStatus};
 use tracelab_domain::verdict::Verdict;
-use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
-use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-use tracelab_store::SqliteStore;
+use tracelab_engine::EngineConfig;
 use tracelab_testkit::FixtureRepo;
 
 const GO_MOD: &str = "module example.com/flags\n\ngo 1.19\n";
@@ -67,28 +66,17 @@ async fn a_go_regression_is_found_and_fixed_by_restoring_only_the_method_its_tes
         command_timeout: Duration::from_secs(120),
         ..Default::default()
     };
-    let local = LocalConfig {
-        path: "/usr/local/bin:/usr/bin:/bin".into(),
-        allowlist: config.allowlist.clone(),
-    };
-    let engine = Engine {
+    // `-run TestCount` also selects TestCountValue; `-count=1` keeps go
+    // test from answering from its cache.
+    let report = support::investigate_locally(
         config,
-        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
-        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
-        progress: Arc::new(Silent),
-    };
-    let report = engine
-        .investigate(InvestigateRequest {
-            repo: repo.path().to_path_buf(),
-            // `-run TestCount` also selects TestCountValue; `-count=1`
-            // keeps go test from answering from its cache.
-            test_command: "go test -count=1 -run TestCount .".into(),
-            good: None,
-            bad: None,
-            issue_id: Some("T-GO".into()),
-        })
-        .await
-        .expect("the investigation completes (is `go` installed?)");
+        "/usr/local/bin:/usr/bin:/bin",
+        repo.path(),
+        "go test -count=1 -run TestCount .",
+        "T-GO",
+    )
+    .await
+    .expect("the investigation completes (is `go` installed?)");
 
     assert_eq!(report.verdict, Verdict::Regression, "{:?}", report.notes);
     let found = report.culprit.as_ref().expect("a culprit");

@@ -4,6 +4,8 @@
 //! bad answer or server (garbage, cut off, hostile edits, down, slow) ends as
 //! an INCONCLUSIVE or BLOCKED attempt of an investigation that completes.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 use tracelab_domain::hypothesis::{Hypothesis, HypothesisKind, HypothesisStatus};
@@ -11,11 +13,9 @@ use tracelab_domain::report::Report;
 use tracelab_domain::state::InvestigationState;
 use tracelab_domain::verdict::Verdict;
 use tracelab_engine::agents::experience::Experience;
-use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, RepairMode, Silent};
+use tracelab_engine::{EngineConfig, RepairMode};
 use tracelab_llm::fake::{Answer, FakeChat, Seen, down_url};
 use tracelab_llm::{ApiKey, LlmClient, LlmSettings};
-use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-use tracelab_store::SqliteStore;
 use tracelab_testkit::FixtureRepo;
 use tracelab_testkit::scenarios;
 use tracelab_testkit::secrets::{planted, secrets_of};
@@ -44,24 +44,7 @@ async fn investigate(
         ..Default::default()
     };
     tweak(&mut config);
-    let local = LocalConfig {
-        path: SYSTEM_PATH.into(),
-        allowlist: config.allowlist.clone(),
-    };
-    let engine = Engine {
-        config,
-        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
-        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
-        progress: Arc::new(Silent),
-    };
-    let report = engine
-        .investigate(InvestigateRequest {
-            repo: repo.to_path_buf(),
-            test_command: test_command.into(),
-            good: None,
-            bad: None,
-            issue_id: Some("T-1".into()),
-        })
+    let report = support::investigate_locally(config, SYSTEM_PATH, repo, test_command, "T-1")
         .await
         .expect("the investigation completes");
     assert_eq!(report.state, InvestigationState::WaitingForReview);

@@ -4,15 +4,14 @@
 //! and a Rust candidate (`cargo test`, whose failing test runs alone) that
 //! passes screening and is REJECTED by the test beside it.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 use tracelab_domain::experiment::{Outcome, Step};
 use tracelab_domain::hypothesis::{Hypothesis, HypothesisKind, HypothesisStatus};
 use tracelab_domain::report::Report;
 use tracelab_domain::verdict::Verdict;
-use tracelab_engine::{Engine, EngineConfig, InvestigateRequest, Silent};
-use tracelab_sandbox::{LocalConfig, LocalSandboxProvider};
-use tracelab_store::SqliteStore;
+use tracelab_engine::EngineConfig;
 use tracelab_testkit::FixtureRepo;
 
 async fn investigate(repo: &FixtureRepo, test_command: &str, path: String) -> Report {
@@ -21,24 +20,7 @@ async fn investigate(repo: &FixtureRepo, test_command: &str, path: String) -> Re
         command_timeout: Duration::from_secs(60),
         ..Default::default()
     };
-    let local = LocalConfig {
-        path,
-        allowlist: config.allowlist.clone(),
-    };
-    let engine = Engine {
-        config,
-        store: Arc::new(SqliteStore::in_memory().await.unwrap()),
-        sandboxes: Arc::new(LocalSandboxProvider::new(local)),
-        progress: Arc::new(Silent),
-    };
-    engine
-        .investigate(InvestigateRequest {
-            repo: repo.path().to_path_buf(),
-            test_command: test_command.into(),
-            good: None,
-            bad: None,
-            issue_id: Some("T-1".into()),
-        })
+    support::investigate_locally(config, &path, repo.path(), test_command, "T-1")
         .await
         .expect("the investigation completes")
 }
