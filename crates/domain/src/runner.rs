@@ -110,18 +110,7 @@ pub fn isolate(runner: Runner, argv: &[String], test_id: &str) -> Option<Vec<Str
         Runner::GoTest => {
             // `-run X` / `-run=X` (or `--run`) selects tests: dropped with
             // its value, which would otherwise be read as a package.
-            let mut out = Vec::with_capacity(argv.len() + 1);
-            let mut args = argv.iter();
-            while let Some(arg) = args.next() {
-                let name = arg.split('=').next().unwrap_or(arg);
-                if name == "-run" || name == "--run" {
-                    if !arg.contains('=') {
-                        args.next();
-                    }
-                    continue;
-                }
-                out.push(arg.clone());
-            }
+            let mut out = without_options(argv, &[], &["-run", "--run"]);
             out.insert(
                 2.min(out.len()),
                 format!("-run=^{}$", regex::escape(test_id)),
@@ -165,6 +154,29 @@ pub fn without_early_stop(runner: Runner, argv: &[String]) -> Vec<String> {
         Runner::Jest => (&["--bail", "-b"], &[]),
         Runner::CargoTest | Runner::Unknown => return argv.to_vec(),
     };
+    // pytest's short flags bundle: `-xv` is `-x -v`.
+    let unbundled: Vec<String> = argv
+        .iter()
+        .filter_map(|arg| {
+            let bundle = runner == Runner::Pytest
+                && arg.len() > 2
+                && !arg.starts_with("--")
+                && arg.starts_with('-')
+                && arg[1..].bytes().all(|b| b"xvsqlS".contains(&b))
+                && arg.contains('x');
+            if !bundle {
+                return Some(arg.clone());
+            }
+            let rest = arg.replace('x', "");
+            (rest.len() > 1).then_some(rest)
+        })
+        .collect();
+    without_options(&unbundled, flags, valued)
+}
+
+/// `argv` without the options named in `flags`, and without those named in
+/// `valued` together with their value (`--maxfail 2`, `--maxfail=2`).
+fn without_options(argv: &[String], flags: &[&str], valued: &[&str]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut args = argv.iter();
     while let Some(arg) = args.next() {
@@ -175,20 +187,6 @@ pub fn without_early_stop(runner: Runner, argv: &[String]) -> Vec<String> {
         if valued.contains(&name) {
             if !arg.contains('=') {
                 args.next();
-            }
-            continue;
-        }
-        // pytest's short flags bundle: `-xv` is `-x -v`.
-        if runner == Runner::Pytest
-            && arg.len() > 2
-            && !arg.starts_with("--")
-            && arg.starts_with('-')
-            && arg[1..].bytes().all(|b| b"xvsqlS".contains(&b))
-            && arg.contains('x')
-        {
-            let rest = arg.replace('x', "");
-            if rest.len() > 1 {
-                out.push(rest);
             }
             continue;
         }

@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 use tracelab_code_index::extract::parse_file;
+use tracelab_code_index::model::ParsedFile;
 use tracelab_domain::Language;
 use tracelab_domain::oracle::is_test_path;
 use tracelab_domain::suspicion::{
@@ -354,6 +355,8 @@ pub async fn failure_focus(ctx: &Context, output: &str) -> Focus {
         .into_iter()
         .filter(|f| is_test_path(f))
         .collect();
+    // Failing tests often share a file: each is read and parsed once.
+    let mut parsed_files: HashMap<String, Option<(Language, ParsedFile)>> = HashMap::new();
     for id in run.failing_tests().iter().take(MAX_TESTS_READ) {
         let test = TestId::parse(id);
         for name in &test.names {
@@ -368,17 +371,25 @@ pub async fn failure_focus(ctx: &Context, output: &str) -> Focus {
             None => frame_files.clone(),
         };
         for file in files.iter().take(3) {
-            let Some(language) = Language::from_path(file) else {
+            if !parsed_files.contains_key(file) {
+                let read = match Language::from_path(file) {
+                    Some(language) => match workspace.git().show_file(&ctx.bad, file).await {
+                        Ok(Some(text)) => {
+                            Some((language, parse_file(language, file, text.as_bytes())))
+                        }
+                        _ => None,
+                    },
+                    None => None,
+                };
+                parsed_files.insert(file.clone(), read);
+            }
+            let Some((language, parsed)) = &parsed_files[file] else {
                 continue;
             };
-            let Ok(Some(text)) = workspace.git().show_file(&ctx.bad, file).await else {
-                continue;
-            };
-            let parsed = parse_file(language, file, text.as_bytes());
-            let calls = test_helpers::test_calls(&parsed, function, class);
+            let calls = test_helpers::test_calls(parsed, function, class);
             let git = workspace.git();
             let helpers =
-                test_helpers::test_helpers(git, &ctx.bad, file, language, &parsed, &calls).await;
+                test_helpers::test_helpers(git, &ctx.bad, file, *language, parsed, &calls).await;
             // Each helper between the test and the call halves its
             // strength, as each call does in `through_calls`.
             for (callee, helpers_between) in test_helpers::through_helpers(calls, &helpers) {

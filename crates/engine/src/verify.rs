@@ -127,7 +127,7 @@ async fn symbol_fix(
     bad: &str,
     source: &[FilePatch],
     output: Option<&str>,
-    failing_tests: &[String],
+    failing_tests: &BTreeSet<String>,
 ) -> Result<Option<Fix>> {
     let mut versions = Vec::new();
     for f in source {
@@ -258,16 +258,19 @@ async fn candidates(ctx: &Context, plan: &RevertPlan<'_>) -> Result<(Vec<Fix>, V
             text,
         });
     }
-    let failing_tests = output
-        .map(|o| TestRun::read(ctx.test.runner, o).failing_tests())
-        .unwrap_or_default();
+    let no_tests = BTreeSet::new();
+    let failing_tests = plan
+        .classification
+        .baseline
+        .as_ref()
+        .map_or(&no_tests, |b| &b.failing_tests);
     if let Some(fix) = symbol_fix(
         &git,
         plan.culprit,
         &ctx.bad,
         &split.kept,
         output,
-        &failing_tests,
+        failing_tests,
     )
     .await?
     {

@@ -87,9 +87,10 @@ pub async fn test_helpers(
 ) -> Helpers {
     let mut helpers = Helpers::new();
     add_helpers(&mut helpers, parsed, false);
-    let unresolved: BTreeSet<&str> = reachable(calls, &helpers)
+    // What the file's own helpers leave unresolved.
+    let unresolved: BTreeSet<String> = through_helpers(calls.to_vec(), &helpers)
         .into_iter()
-        .filter(|n| !helpers.contains_key(*n) && !is_assertion(n))
+        .map(|(name, _)| name)
         .collect();
     if unresolved.is_empty() {
         return helpers;
@@ -126,29 +127,13 @@ fn add_helpers(helpers: &mut Helpers, parsed: &ParsedFile, free_only: bool) {
     }
 }
 
-/// Every name `calls` reaches through the known helpers.
-fn reachable<'a>(calls: &'a [String], helpers: &'a Helpers) -> BTreeSet<&'a str> {
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
-    let mut frontier: Vec<&str> = calls.iter().map(String::as_str).collect();
-    for _ in 0..=HELPER_DEPTH {
-        let mut next = Vec::new();
-        for name in frontier {
-            if seen.insert(name) {
-                next.extend(helpers.get(name).into_iter().flatten().map(String::as_str));
-            }
-        }
-        frontier = next;
-    }
-    seen
-}
-
 /// The test files other than `path` under its directory whose text names
 /// one of `names` as a word, at most [`MAX_HELPER_FILES`].
-async fn files_naming(git: &Git, rev: &str, path: &str, names: &BTreeSet<&str>) -> Vec<String> {
+async fn files_naming(git: &Git, rev: &str, path: &str, names: &BTreeSet<String>) -> Vec<String> {
     let dir = path.rsplit_once('/').map_or(".", |(dir, _)| dir);
     let mut args = vec!["grep", "-l", "-w", "-F", "-I"];
     for name in names {
-        args.extend(["-e", name]);
+        args.extend(["-e", name.as_str()]);
     }
     args.extend([rev, "--", dir]);
     let Ok(out) = git.read_limited(&args, 64 << 10).await else {
@@ -267,11 +252,11 @@ mod tests {
             !helpers.contains_key("test_greater_than"),
             "a test is not a helper"
         );
-        let unresolved: Vec<&str> = reachable(&calls, &helpers)
+        let unresolved: Vec<String> = through_helpers(calls.clone(), &helpers)
             .into_iter()
-            .filter(|n| !helpers.contains_key(*n))
+            .map(|(n, _)| n)
             .collect();
-        assert!(unresolved.contains(&"req") && unresolved.contains(&"version"));
+        assert!(unresolved.contains(&"req".into()) && unresolved.contains(&"version".into()));
         add_helpers(&mut helpers, &util, true);
         let mut focus = through_helpers(calls, &helpers);
         focus.sort();
